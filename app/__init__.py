@@ -1,0 +1,1 @@
+"""The user-facing layer: the `mvp` CLI and the Gradio web app."""

@@ -1,0 +1,75 @@
+"""Content-addressed frame store under the data directory.
+
+A frame is JPEG-encoded once; its uri is `frames/<2 hex>/<sha256 of the bytes>.jpg`, relative to the
+data directory, so identical frames are stored once, a dataset can be moved, and a crash can at worst
+leave an unreferenced file (writes go to a temp name and are renamed into place)."""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+
+JPEG_QUALITY = 90
+
+
+def encode_jpeg(img: np.ndarray, quality: int = JPEG_QUALITY) -> bytes:
+    from PIL import Image
+    buf = io.BytesIO()
+    Image.fromarray(img).save(buf, format="JPEG", quality=quality, optimize=False)
+    return buf.getvalue()
+
+
+def uri_for(data: bytes) -> str:
+    h = hashlib.sha256(data).hexdigest()
+    return f"frames/{h[:2]}/{h}.jpg"
+
+
+class FrameStore:
+    def __init__(self, data_dir: str | os.PathLike):
+        self.root = Path(data_dir).resolve()
+
+    def put_bytes(self, data: bytes) -> str:
+        uri = uri_for(data)
+        path = self.root / uri
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        return uri
+
+    def put(self, img: np.ndarray) -> str:
+        return self.put_bytes(encode_jpeg(img))
+
+    def path(self, uri: str) -> Path:
+        """The file behind a uri; refuses anything that resolves outside the store."""
+        if not uri or os.path.isabs(uri) or "\\" in uri:
+            raise ValueError(f"bad frame uri: {uri!r}")
+        p = (self.root / uri).resolve()
+        frames_root = (self.root / "frames").resolve()
+        if frames_root not in p.parents:
+            raise ValueError(f"frame uri outside the frame store: {uri!r}")
+        return p
+
+    def load(self, uri: str) -> np.ndarray:
+        from PIL import Image
+        with Image.open(self.path(uri)) as im:
+            return np.asarray(im.convert("RGB"))
+
+    def thumbnail(self, uri: str, max_side: int = 160) -> Path:
+        """A cached smaller JPEG for filmstrips; stored beside the frame store."""
+        from PIL import Image
+        src = self.path(uri)
+        dst = self.root / "thumbs" / str(max_side) / src.name
+        if not dst.exists():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            with Image.open(src) as im:
+                im.thumbnail((max_side, max_side))
+                tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+                im.convert("RGB").save(tmp, format="JPEG", quality=85)
+                os.replace(tmp, dst)
+        return dst

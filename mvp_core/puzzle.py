@@ -1,0 +1,97 @@
+"""The puzzle record of DESIGN §3: one JSON object per line in puzzles.jsonl, the same fields in the DB.
+
+Records are plain dicts on the wire; these dataclasses give them names and a canonical JSON form
+(sorted keys, no whitespace) so the same inputs and seed give byte-identical lines."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+
+SYNTH_VERSION = "1"
+LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@dataclass
+class VideoInfo:
+    id: str            # sha256 of the file's bytes, first 16 hex digits
+    path: str          # the path as given on the command line (for display; not part of the id)
+    sha256: str
+    fps: float         # native (average) frame rate
+    duration_s: float
+    width: int         # display width, after rotation
+    height: int
+
+
+@dataclass
+class Frame:
+    t: float           # seconds from the start of the video
+    uri: str           # relative to the data directory
+
+
+@dataclass
+class Mask:
+    start: int         # index into frames of the first masked frame
+    length: int        # m, the number of masked (target) frames
+
+
+@dataclass
+class Option:
+    label: str
+    uri: str
+    t: float
+    source_video_id: str
+    kind: str          # "target" | "neighbor" | "cross_video" | "random"
+    difficulty: float  # max cosine similarity to any target in [0, 1]; 1.0 for targets
+
+
+@dataclass
+class Puzzle:
+    id: str
+    video: VideoInfo
+    frames: list[Frame]
+    mask: Mask
+    options: list[Option]
+    answer: list[str]
+    params: dict = field(default_factory=dict)
+    sample_fps: float = 0.0      # the rate actually used (may exceed params.fps for short videos)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return canonical_json(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Puzzle":
+        return cls(
+            id=d["id"],
+            video=VideoInfo(**d["video"]),
+            frames=[Frame(**f) for f in d["frames"]],
+            mask=Mask(**d["mask"]),
+            options=[Option(**o) for o in d["options"]],
+            answer=list(d["answer"]),
+            params=dict(d.get("params", {})),
+            sample_fps=float(d.get("sample_fps", 0.0)),
+        )
+
+    @property
+    def targets(self) -> list[Frame]:
+        return self.frames[self.mask.start:self.mask.start + self.mask.length]
+
+    @property
+    def context_before(self) -> list[Frame]:
+        return self.frames[:self.mask.start]
+
+    @property
+    def context_after(self) -> list[Frame]:
+        return self.frames[self.mask.start + self.mask.length:]
+
+
+def canonical_json(obj) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def stable_id(*parts) -> str:
+    """Short deterministic id from any JSON-able parts."""
+    return hashlib.sha256(canonical_json(parts).encode()).hexdigest()[:20]

@@ -1,0 +1,144 @@
+"""The fine-grained MVP reward of DESIGN §3, as pure functions.
+
+`mvp_reward` keeps TRL's reward signature `f(prompts, completions, **columns) -> list[float]`; the
+per-term breakdown comes from `score_completion`."""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+# Default weights of DESIGN §3; they sum to 1 so the total stays in [0, 1].
+DEFAULT_WEIGHTS = {"format": 0.1, "selection": 0.3, "order": 0.3, "exact": 0.3}
+
+# Tags tolerate case and inner spacing ("< Answer >", "</ answer>"): small models drift on these.
+_THINK = re.compile(r"<\s*think\s*>(.*?)<\s*/\s*think\s*>", re.S | re.I)
+_ANSWER = re.compile(r"<\s*answer\s*>(.*?)<\s*/\s*answer\s*>", re.S | re.I)
+_FULL = re.compile(r"^\s*<\s*think\s*>(.*?)<\s*/\s*think\s*>\s*<\s*answer\s*>(.*?)<\s*/\s*answer\s*>\s*$",
+                   re.S | re.I)
+# One label: a single letter, optionally wrapped in brackets, quotes or markdown emphasis and followed
+# by a period ("(c)", "[A]", "**C**", "C."); anything else makes the answer unparseable.
+_TOKEN = re.compile(r"^[\(\[\{'\"*`]*\s*([a-z])\s*[\)\]\}'\"*`.:]*$", re.I)
+# Words a model puts around labels ("Option C", "options A and B", "frame C"): dropped before splitting.
+_KEYWORDS = re.compile(r"\b(?:options?|frames?|labels?)\b\s*:?", re.I)
+# Separators between labels: commas, semicolons, arrows, "then", "and", closing/opening brackets,
+# or plain whitespace.
+_SEP = re.compile(r"\s*(?:,|;|/|\||->|=>|→|>|\s+then\s+|\s+and\s+|\]\s*\[|\)\s*\(|\s+)\s*", re.I)
+
+
+@dataclass
+class RewardTerms:
+    format: float
+    selection: float
+    order: float
+    exact: float
+    total: float
+    labels: list[str]
+
+
+def parse_labels(answer_text: str) -> list[str] | None:
+    """'C, A, F' / '[c][a]' / 'Option C then Option A' / 'options C and A' -> ['C', 'A', ...];
+    None when it does not parse (empty, a word that is not a label, "AB", ...)."""
+    text = _KEYWORDS.sub(" ", answer_text).strip()
+    # Outer brackets around the whole list: "[C, A, F]", "(C A F)".
+    while len(text) >= 2 and text[0] + text[-1] in ("[]", "()", "{}"):
+        text = text[1:-1].strip()
+    if not text:
+        return None
+    labels = []
+    for p in _SEP.split(text):
+        if not p:
+            continue
+        m = _TOKEN.match(p)
+        if not m:
+            return None
+        labels.append(m.group(1).upper())
+    return labels or None
+
+
+def extract_answer(completion: str) -> tuple[bool, list[str] | None]:
+    """(format_ok, labels). format_ok needs exactly one think block, then one answer block that parses."""
+    answers = _ANSWER.findall(completion)
+    labels = parse_labels(answers[-1]) if answers else None
+    well_formed = (_FULL.match(completion) is not None and len(_THINK.findall(completion)) == 1
+                   and len(answers) == 1)
+    return (well_formed and labels is not None), labels
+
+
+def score_labels(pred: list[str] | None, answer: list[str], pool: list[str]) -> tuple[float, float, float]:
+    """(selection, order, exact) for a predicted label list. Invalid lists score 0 on all three:
+    more labels than targets (no credit for listing every option), a repeated label, or a label
+    outside the pool."""
+    if not pred:
+        return 0.0, 0.0, 0.0
+    m = len(answer)
+    if len(pred) > m or len(set(pred)) != len(pred) or any(p not in pool for p in pred):
+        return 0.0, 0.0, 0.0
+    targets = set(answer)
+    selection = len(targets.intersection(pred)) / m
+    rank = {lab: i for i, lab in enumerate(answer)}
+    chosen = [p for p in pred if p in targets]
+    pairs = [(a, b) for i, a in enumerate(chosen) for b in chosen[i + 1:]]
+    if pairs:
+        order = sum(rank[a] < rank[b] for a, b in pairs) / len(pairs)
+    else:
+        # No pair to compare. With m == 1 a puzzle has no order to get wrong, so the right single
+        # label earns it (the exact answer then scores 1, as for m >= 2); otherwise 0 (DESIGN §3).
+        order = 1.0 if (m == 1 and chosen) else 0.0
+    exact = 1.0 if list(pred) == list(answer) else 0.0
+    return selection, order, exact
+
+
+def score_completion(completion: str, answer: list[str], pool: list[str],
+                     weights: dict | None = None) -> RewardTerms:
+    w = weights or DEFAULT_WEIGHTS
+    fmt_ok, labels = extract_answer(completion)
+    sel, order, exact = score_labels(labels, answer, pool)
+    fmt = 1.0 if fmt_ok else 0.0
+    total = w["format"] * fmt + w["selection"] * sel + w["order"] * order + w["exact"] * exact
+    return RewardTerms(fmt, sel, order, exact, min(1.0, max(0.0, total)), labels or [])
+
+
+def score_prediction(labels: list[str], answer: list[str], pool: list[str],
+                     weights: dict | None = None) -> RewardTerms:
+    """Score a label list directly (a heuristic solver's output), as if well formatted."""
+    text = "<think></think><answer>" + ", ".join(labels) + "</answer>"
+    return score_completion(text, answer, pool, weights)
+
+
+def _completion_text(c) -> str:
+    # TRL passes strings, or chat lists [{"role": "assistant", "content": "..."}].
+    if isinstance(c, str):
+        return c
+    if isinstance(c, list) and c and isinstance(c[-1], dict):
+        return str(c[-1].get("content", ""))
+    return str(c)
+
+
+def mvp_reward(prompts, completions, answer=None, options=None, **columns) -> list[float]:
+    """TRL-style reward: `answer` is a list (per sample) of label lists, `options` the pools
+    (lists of labels or option dicts)."""
+    out = []
+    for i, c in enumerate(completions):
+        pool = [o["label"] if isinstance(o, dict) else o for o in options[i]]
+        out.append(score_completion(_completion_text(c), list(answer[i]), pool).total)
+    return out
+
+
+def terms_dict(t: RewardTerms) -> dict:
+    return asdict(t)
+
+
+def term_reward(term: str):
+    """A TRL-style reward function for one term ("format", "selection", "order", "exact"), e.g. to
+    log each term as its own reward in TRL; weights then live in TRL's `reward_weights`."""
+    if term not in DEFAULT_WEIGHTS:
+        raise ValueError(f"unknown reward term {term!r}")
+
+    def f(prompts, completions, answer=None, options=None, **columns) -> list[float]:
+        out = []
+        for i, c in enumerate(completions):
+            pool = [o["label"] if isinstance(o, dict) else o for o in options[i]]
+            out.append(getattr(score_completion(_completion_text(c), list(answer[i]), pool), term))
+        return out
+    f.__name__ = f"mvp_{term}_reward"
+    return f

@@ -1,0 +1,154 @@
+"""MVP puzzle synthesis on one video's sampled frames (DESIGN §1 steps 2-5), pure computation.
+
+Input: the sampled frame times and their L2-normalised embeddings. Output: puzzle layouts (indices
+into the sampled frames); mvp_core.pipeline turns them into records with frame uris."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from mvp_core.puzzle import LABELS, SYNTH_VERSION, stable_id
+
+
+@dataclass
+class SynthConfig:
+    fps: float = 1.0            # sampling rate (frames/s); raised up to the native rate for short videos
+    n: int = 8                  # N: keyframes per puzzle (context + targets)
+    m: int = 3                  # masked (target) frames, a continuous run
+    l: int = 4                  # hard distractors per puzzle
+    kappa: float | None = None  # near-duplicate cosine threshold; None = the embedder's calibrated default
+    per_video: int = 3          # K: puzzles per video, from different start times
+    seed: int = 0
+    tail: bool = False          # allow masking the last m frames (future prediction)
+    hardness: str = "hard"      # "hard": most similar allowed neighbours; "random": uniform from the video
+    embedder: str = "pixel"     # "pixel" or "clip:/local/path"
+    max_side: int = 640         # stored frames are resized so the longest side is at most this
+    neighbourhood: float = 0.5  # distractor window: the sequence span widened by this fraction each side
+
+    def key(self) -> str:
+        """Everything that changes the output; part of every puzzle id."""
+        d = asdict(self)
+        d["synth_version"] = SYNTH_VERSION
+        return stable_id(d)
+
+    def validate(self) -> None:
+        from mvp_core.errors import UserError
+        if self.n < 3 or self.m < 1:
+            raise UserError(f"need N >= 3 and m >= 1 (got N={self.n}, m={self.m})")
+        if self.m > self.n - (1 if self.tail else 2):
+            raise UserError(f"m={self.m} leaves no context around the gap with N={self.n}")
+        if self.l < 1 or self.m + self.l > len(LABELS):
+            raise UserError(f"l must be >= 1 and m + l <= {len(LABELS)}")
+        if self.fps <= 0 or self.per_video < 1:
+            raise UserError("fps must be > 0 and per-video >= 1")
+        if self.hardness not in ("hard", "random"):
+            raise UserError("hardness must be 'hard' or 'random'")
+        if self.kappa is not None and not (-1.0 < self.kappa < 1.0):
+            raise UserError("kappa is a cosine similarity threshold in (-1, 1)")
+
+
+@dataclass
+class Layout:
+    """One puzzle in sample indices."""
+    seq: list[int]                 # N keyframe indices, temporal order
+    mask_start: int
+    distractors: list[int]
+    difficulty: dict[int, float]   # distractor index -> max similarity to a target
+    order: list[int]               # option order: sample indices, shuffled
+    kind: str                      # distractor kind
+
+
+def keyframe_walk(E: np.ndarray, start: int, n: int, kappa: float) -> list[int] | None:
+    """Walk forward from `start`, keeping a frame only if its similarity to the last kept <= kappa."""
+    kept = [start]
+    for i in range(start + 1, len(E)):
+        if float(E[i] @ E[kept[-1]]) <= kappa:
+            kept.append(i)
+            if len(kept) == n:
+                return kept
+    return None
+
+
+def count_keyframes(E: np.ndarray, kappa: float) -> int:
+    """How many keyframes a walk from the first frame finds: tells if the sampling is too sparse."""
+    if len(E) == 0:
+        return 0
+    kept = [0]
+    for i in range(1, len(E)):
+        if float(E[i] @ E[kept[-1]]) <= kappa:
+            kept.append(i)
+    return len(kept)
+
+
+def mine_distractors(E: np.ndarray, seq: list[int], mask_start: int, cfg: SynthConfig, kappa: float,
+                     rng: np.random.Generator) -> tuple[list[int], dict[int, float], str] | None:
+    """l distractors from the same video. The ambiguity guard drops any candidate whose similarity
+    to some target is >= kappa, any frame shown during the masked run itself (it belongs in the gap),
+    and any near-duplicate of an already chosen distractor. Hard = most similar to what surrounds the
+    gap (the targets and the context frames on either side), which is what a continuity shortcut uses."""
+    targets = seq[mask_start:mask_start + cfg.m]
+    to_targets = (E @ E[targets].T).max(axis=1)
+    bounds = [seq[mask_start - 1]] + ([seq[mask_start + cfg.m]] if mask_start + cfg.m < len(seq) else [])
+    hardness = np.maximum(to_targets, (E @ E[bounds].T).max(axis=1))
+    allowed = np.ones(len(E), bool)
+    allowed[seq] = False
+    allowed[seq[mask_start - 1] + 1:(seq[mask_start + cfg.m] if mask_start + cfg.m < len(seq) else targets[-1] + 1)] = False
+    allowed &= to_targets < kappa
+    if cfg.hardness == "hard":
+        span = seq[-1] - seq[0]
+        pad = max(int(round(span * cfg.neighbourhood)), len(seq))
+        lo, hi = max(0, seq[0] - pad), min(len(E), seq[-1] + pad + 1)
+        window = np.zeros(len(E), bool)
+        window[lo:hi] = True
+        cands = np.flatnonzero(allowed & window)
+        if len(cands) < cfg.l:                  # a sparse neighbourhood: widen to the whole video
+            cands = np.flatnonzero(allowed)
+        cands = cands[np.argsort(-hardness[cands], kind="stable")]
+        kind = "neighbor"
+    else:
+        cands = rng.permutation(np.flatnonzero(allowed))
+        kind = "random"
+    chosen: list[int] = []
+    for c in cands:
+        if all(float(E[c] @ E[d]) < kappa for d in chosen):
+            chosen.append(int(c))
+            if len(chosen) == cfg.l:
+                break
+    if len(chosen) < cfg.l:
+        return None
+    chosen.sort()
+    return chosen, {c: float(np.clip(hardness[c], 0.0, 1.0)) for c in chosen}, kind
+
+
+def plan_puzzles(E: np.ndarray, cfg: SynthConfig, kappa: float, seed: int) -> tuple[list[Layout], str]:
+    """Up to K layouts from different start times; ("", []) reasons explain an empty result."""
+    rng = np.random.default_rng(seed)
+    layouts: list[Layout] = []
+    seen: set[tuple[int, ...]] = set()
+    no_seq = no_distractors = 0
+    for start in rng.permutation(len(E)):
+        seq = keyframe_walk(E, int(start), cfg.n, kappa)
+        if seq is None:
+            no_seq += 1
+            continue
+        if tuple(seq) in seen:
+            continue
+        hi = cfg.n - cfg.m if cfg.tail else cfg.n - cfg.m - 1
+        mask_start = int(rng.integers(1, hi + 1))
+        targets = seq[mask_start:mask_start + cfg.m]
+        mined = mine_distractors(E, seq, mask_start, cfg, kappa, rng)
+        if mined is None:
+            no_distractors += 1
+            continue
+        distractors, difficulty, kind = mined
+        seen.add(tuple(seq))
+        order = [int(i) for i in rng.permutation(targets + distractors)]
+        layouts.append(Layout(seq, mask_start, distractors, difficulty, order, kind))
+        if len(layouts) == cfg.per_video:
+            break
+    reason = ""
+    if not layouts:
+        reason = (f"no start time gives {cfg.n} distinct keyframes (kappa={kappa})" if no_distractors == 0
+                  else f"too few frames pass the ambiguity guard for {cfg.l} distractors (kappa={kappa})")
+    return layouts, reason

@@ -1,0 +1,109 @@
+"""Builders for the synthesis tests: real frames from the sample videos re-encoded into the awkward
+files users actually have (VFR, rotated, gif, webm, tiny, huge, truncated, audio-only, ...)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+
+def real_frames(path: Path, n: int, size: tuple[int, int] | None = None, fps: float = 2.0) -> list[np.ndarray]:
+    """n RGB frames sampled at `fps` from a real video, optionally resized to (w, h)."""
+    from PIL import Image
+
+    from mvp_core.video import iter_frames
+    out = []
+    for _, img in iter_frames(path, fps, 4096, backend="pyav"):
+        if size:
+            img = np.asarray(Image.fromarray(img).resize(size, Image.BILINEAR))
+        out.append(img)
+        if len(out) == n:
+            break
+    return out
+
+
+def write_video(path: Path, frames: list[np.ndarray], fps: int = 4, codec: str = "libx264",
+                times: list[float] | None = None, container_format: str | None = None) -> Path:
+    """Encode frames with PyAV; `times` (seconds) gives each frame its own timestamp (VFR)."""
+    import av
+    h, w = frames[0].shape[:2]
+    with av.open(str(path), "w", format=container_format) as c:
+        rate = Fraction(fps) if times is None else Fraction(1000)
+        s = c.add_stream(codec, rate=rate)
+        s.width, s.height = w, h
+        s.pix_fmt = "rgb8" if codec == "gif" else "yuv420p"
+        if times is not None:
+            s.time_base = Fraction(1, 1000)
+        for i, f in enumerate(frames):
+            vf = av.VideoFrame.from_ndarray(f, format="rgb24")
+            if times is not None:
+                vf.pts = int(round(times[i] * 1000))
+                vf.time_base = Fraction(1, 1000)
+            for pkt in s.encode(vf):
+                c.mux(pkt)
+        for pkt in s.encode():
+            c.mux(pkt)
+    return path
+
+
+def write_audio_only(path: Path, seconds: float = 2.0) -> Path:
+    import av
+    with av.open(str(path), "w", format="mp4") as c:
+        s = c.add_stream("aac", rate=44100)
+        t = np.arange(int(44100 * seconds)) / 44100
+        samples = (0.2 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)
+        for i in range(0, len(samples), 1024):
+            chunk = samples[i:i + 1024]
+            fr = av.AudioFrame.from_ndarray(chunk.reshape(1, -1), format="flt", layout="mono")
+            fr.sample_rate = 44100
+            for pkt in s.encode(fr):
+                c.mux(pkt)
+        for pkt in s.encode():
+            c.mux(pkt)
+    return path
+
+
+def ffmpeg() -> str:
+    import imageio_ffmpeg
+    return imageio_ffmpeg.get_ffmpeg_exe()
+
+
+@pytest.fixture(scope="session")
+def bad_corpus(tmp_path_factory, sample_videos) -> tuple[Path, dict[str, str]]:
+    """A folder of awkward inputs plus two good videos; returns (folder, {name: expectation}) where the
+    expectation is "puzzles" (must yield puzzles) or "skip:<words in the reason>" or "any"."""
+    d = tmp_path_factory.mktemp("bad corpus")
+    outside = tmp_path_factory.mktemp("outside")
+    trailer = real_frames(sample_videos["trailer_bbb"], 40, (320, 180), fps=1.0)
+    exp: dict[str, str] = {}
+
+    shutil.copy(sample_videos["bikes"], d / "bikes.mp4"); exp["bikes.mp4"] = "puzzles"
+    (d / "zero.mp4").write_bytes(b""); exp["zero.mp4"] = "skip:empty file"
+    (d / "notes.mp4").write_text("this is a text file, not a video\n" * 20); exp["notes.mp4"] = "skip:not a readable video"
+    raw = sample_videos["trailer_bbb"].read_bytes()
+    (d / "truncated.mp4").write_bytes(raw[: len(raw) // 3]); exp["truncated.mp4"] = "any"
+    write_audio_only(d / "audio_only.mp4"); exp["audio_only.mp4"] = "skip:no video stream"
+    write_video(d / "one_frame.mp4", trailer[:1]); exp["one_frame.mp4"] = "skip:keyframes"
+    noise = [np.random.default_rng(i).integers(0, 255, (8, 8, 3), dtype=np.uint8) for i in range(40)]
+    write_video(d / "tiny_8x8.mp4", noise, fps=4); exp["tiny_8x8.mp4"] = "puzzles"
+    big = real_frames(sample_videos["bigbuckbunny"], 6, (3840, 2160), fps=1.0)
+    write_video(d / "huge_4k.mp4", big, fps=1); exp["huge_4k.mp4"] = "any"
+    times = np.cumsum(np.random.default_rng(0).uniform(0.2, 1.6, len(trailer))).tolist()
+    write_video(d / "vfr.mp4", trailer, times=[0.0] + times[:-1]); exp["vfr.mp4"] = "puzzles"
+    plain = write_video(outside / "plain.mp4", trailer, fps=1)
+    subprocess.run([ffmpeg(), "-y", "-loglevel", "error", "-display_rotation", "90", "-i", str(plain),
+                    "-c", "copy", str(d / "rotated_phone.mp4")], check=True); exp["rotated_phone.mp4"] = "puzzles"
+    shutil.copy(sample_videos["bikes"], d / "vidéo à la plage 🎬.mp4"); exp["vidéo à la plage 🎬.mp4"] = "puzzles"
+    os.symlink(plain, d / "escape.mp4"); exp["escape.mp4"] = "skip:outside the input folder"
+    (d / "folder.mp4").mkdir(); exp["folder.mp4"] = "skip:is a directory"
+    from PIL import Image
+    ims = [Image.fromarray(f) for f in trailer[:30]]
+    ims[0].save(d / "anim.gif", save_all=True, append_images=ims[1:], duration=500, loop=0); exp["anim.gif"] = "puzzles"
+    write_video(d / "clip.webm", trailer, fps=2, codec="libvpx-vp9"); exp["clip.webm"] = "puzzles"
+    os.mkfifo(d / "hang.mp4"); exp["hang.mp4"] = "skip:timed out"
+    return d, exp
