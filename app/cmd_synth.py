@@ -51,7 +51,7 @@ def run(args) -> int:
     Session_ = open_db(args.db, data)
     params_key = cfg.key()
 
-    stats = {"done": 0, "skipped": 0, "already": 0, "puzzles": 0, "frames": 0}
+    stats = {"done": 0, "skipped": 0, "already": 0, "puzzles": 0, "frames": 0, "rss": 0.0}
     skipped_lines: list[str] = []
     todo: dict[str, tuple] = {}
     for c in scan(args.inputs):
@@ -72,6 +72,7 @@ def run(args) -> int:
 
     def on_result(res) -> None:
         added = save_result(Session_, todo[res.path], params_key, res)
+        stats["rss"] = max(stats["rss"], res.peak_rss_mb)
         if res.ok:
             stats["done"] += 1
             stats["puzzles"] += added
@@ -93,7 +94,8 @@ def run(args) -> int:
     n_records = write_jsonl(Session_, data / "puzzles.jsonl")
     secs = time.perf_counter() - t0
     print(f"synth: {stats['done']} videos done, {stats['skipped']} skipped, {stats['already']} already handled; "
-          f"{stats['puzzles']} new puzzles, {stats['frames']} frames; {secs:.1f} s")
+          f"{stats['puzzles']} new puzzles, {stats['frames']} frames; {secs:.1f} s"
+          + (f"; peak worker memory {stats['rss']:.0f} MB" if stats["rss"] else ""))
     for line in skipped_lines:
         print(line)
     print(f"puzzles.jsonl: {data / 'puzzles.jsonl'} ({n_records} puzzles in the store)")

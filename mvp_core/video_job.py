@@ -3,6 +3,7 @@ hash, probe, stream-decode at the sampling rate, embed, plan puzzles, write the 
 frame store, and return the puzzle records. Nothing here touches the database."""
 from __future__ import annotations
 
+import resource
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -14,9 +15,20 @@ from mvp_core.errors import VideoError
 from mvp_core.frames import FrameStore, encode_jpeg
 from mvp_core.puzzle import LABELS, SYNTH_VERSION, Frame, Mask, Option, Puzzle, VideoInfo, stable_id
 from mvp_core.synth import Layout, SynthConfig, count_keyframes, plan_puzzles
-from mvp_core.video import check_file, file_sha256, iter_frames, native_fps, probe
+from mvp_core.video import check_file, file_sha256, iter_frames, native_fps, pick_indices, probe, sample_times
 
 EMBED_BATCH = 32
+
+
+def sampling_rates(meta, cfg: SynthConfig) -> list[float]:
+    """The rates to try, slowest first. Short videos: sample faster, up to the native rate, while the
+    sample stays under 8 (N + l) frames. The fastest rate is decoded once and the slower rates are
+    subsets of it, so trying them costs one decode pass."""
+    native = native_fps(meta)
+    rates = [min(cfg.fps, native)]
+    while rates[-1] < native * 0.99 and meta.duration_s * rates[-1] * 2 <= 8 * (cfg.n + cfg.l):
+        rates.append(min(native, rates[-1] * 2))
+    return rates
 
 
 @dataclass
@@ -30,6 +42,7 @@ class VideoResult:
     n_sampled: int = 0
     n_frames_written: int = 0
     seconds: float = 0.0
+    peak_rss_mb: float = 0.0     # the worker process's peak resident memory so far
 
 
 def process_video(path: str, cfg: SynthConfig, data_dir: str) -> VideoResult:
@@ -43,6 +56,7 @@ def process_video(path: str, cfg: SynthConfig, data_dir: str) -> VideoResult:
     except Exception as e:  # a decoder bug on one file must not stop the run; keep the reason to one line
         res = VideoResult(path, False, f"unexpected {type(e).__name__}: {str(e).splitlines()[0][:150] if str(e) else ''}")
     res.seconds = time.perf_counter() - t0
+    res.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return res
 
 
@@ -54,18 +68,17 @@ def _process(path: Path, cfg: SynthConfig, data_dir: str) -> VideoResult:
     kappa = cfg.kappa if cfg.kappa is not None else embedder.default_kappa
     native = native_fps(meta)
     seed = int(stable_id(cfg.seed, sha)[:8], 16)
-    fps = min(cfg.fps, native)
-    while True:
-        times, E, jpegs = _sample(path, fps, cfg.max_side, embedder)
-        if not times:
-            raise VideoError("no decodable frames")
+    rates = sampling_rates(meta, cfg)
+    all_times, all_E, all_jpegs = _sample(path, rates[-1], cfg.max_side, embedder)
+    if not all_times:
+        raise VideoError("no decodable frames")
+    for fps in rates:
+        keep = pick_indices(np.asarray(all_times), sample_times(all_times[-1] + 1.0 / rates[-1], fps))
+        times, E, jpegs = [all_times[i] for i in keep], all_E[keep], [all_jpegs[i] for i in keep]
         layouts, reason = plan_puzzles(E, cfg, kappa, seed)
         if layouts:
             break
-        # Short videos: sample faster, up to the native rate, while the sample stays small.
-        if fps < native * 0.99 and len(times) * 2 <= 8 * (cfg.n + cfg.l):
-            fps = min(native, fps * 2)
-            continue
+    else:
         found = count_keyframes(E, kappa)
         raise VideoError(f"{reason}; {len(times)} frames sampled at {fps:.3g} fps, "
                          f"{found} distinct keyframes found")

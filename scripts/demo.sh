@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The README's first command: real sample videos -> puzzles in SQLite -> (rollouts, app) on :7860.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup_env.sh runtime
+DATA="${MVP_DATA_DIR:-$PWD/data/demo}"
+mkdir -p "$DATA/videos"
+.venv/bin/python scripts/sample_videos.py "$DATA/videos"
+.venv/bin/mvp synth "$DATA/videos" --data "$DATA" --per-video 4 --workers 2
+.venv/bin/mvp audit --data "$DATA" --json "$DATA/audit.json" | head -20
+if .venv/bin/mvp --help | grep -q " demo"; then
+  exec .venv/bin/mvp demo --data "$DATA" --host 127.0.0.1 --port "${PORT:-7860}"
+fi

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Create .venv and install the pinned requirements (idempotent; re-run after requirements change).
+# Usage: scripts/setup_env.sh [runtime|dev]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind="${1:-runtime}"
+req=requirements.txt
+[ "$kind" = dev ] && req=requirements-dev.txt
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+  .venv/bin/pip install -q --upgrade pip
+fi
+stamp=".venv/.installed-$kind-$(cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  .venv/bin/pip install -q -r "$req"
+  .venv/bin/pip install -q --no-deps -e .
+  touch "$stamp"
+fi

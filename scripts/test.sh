@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The README's test command: set up everything the suite needs, then run it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup_env.sh dev
+# Debian's chromium for the browser tests (Playwright drives /usr/bin/chromium; no browser download).
+if [ ! -x /usr/bin/chromium ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+scripts/ensure_postgres.sh
+.venv/bin/python scripts/sample_videos.py >/dev/null
+exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
