@@ -90,7 +90,7 @@ def mine_distractors(E: np.ndarray, seq: list[int], mask_start: int, cfg: SynthC
     targets = seq[mask_start:mask_start + cfg.m]
     to_targets = (E @ E[targets].T).max(axis=1)
     bounds = [seq[mask_start - 1]] + ([seq[mask_start + cfg.m]] if mask_start + cfg.m < len(seq) else [])
-    hardness = np.maximum(to_targets, (E @ E[bounds].T).max(axis=1))
+    hardness = 0.5 * to_targets + 0.5 * (E @ E[bounds].T).mean(axis=1)
     allowed = np.ones(len(E), bool)
     allowed[seq] = False
     allowed[seq[mask_start - 1] + 1:(seq[mask_start + cfg.m] if mask_start + cfg.m < len(seq) else targets[-1] + 1)] = False
