@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "app.cmd_users",
     "app.cmd_export",
     "app.cmd_serve",
+    "app.cmd_demo",
     "app.cmd_train",
 ]
 

@@ -58,7 +58,7 @@ class FrameStore:
     def load(self, uri: str) -> np.ndarray:
         from PIL import Image
         with Image.open(self.path(uri)) as im:
-            return np.asarray(im.convert("RGB"))
+            return np.array(im.convert("RGB"))  # writable: torch warns on read-only arrays
 
     def thumbnail(self, uri: str, max_side: int = 160) -> Path:
         """A cached smaller JPEG for filmstrips; stored beside the frame store."""

@@ -1,0 +1,49 @@
+# MVP Studio: the web app (and every `mvp` command) on a CUDA machine.
+#   docker build -t mvp-studio .
+#   docker run --gpus all -p 7860:7860 -v mvp-data:/data mvp-studio
+# The data directory (SQLite database, frame store, clips, runs) lives on the /data volume;
+# set MVP_DATABASE_URL=postgresql+psycopg://... to keep the database elsewhere.
+FROM nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04
+
+ENV DEBIAN_FRONTEND=noninteractive \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    MVP_DATA_DIR=/data \
+    GRADIO_ANALYTICS_ENABLED=False
+
+# Python 3.11 (the version the project pins its wheels for) from the deadsnakes PPA.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends software-properties-common ca-certificates \
+ && add-apt-repository -y ppa:deadsnakes/ppa \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends python3.11 python3.11-venv libgl1 libglib2.0-0 \
+ && rm -rf /var/lib/apt/lists/*
+
+RUN python3.11 -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+
+WORKDIR /app
+# Dependencies first, so a code change does not reinstall torch.
+COPY requirements.txt ./
+RUN pip install --upgrade pip && pip install -r requirements.txt
+
+COPY pyproject.toml README.md ./
+COPY app ./app
+COPY db ./db
+COPY mvp_core ./mvp_core
+COPY static ./static
+COPY scripts ./scripts
+RUN pip install --no-deps -e .
+
+# Run as an unprivileged user; only /data is writable.
+RUN useradd --create-home --uid 1000 mvp && mkdir -p /data && chown mvp:mvp /data
+USER mvp
+VOLUME ["/data"]
+EXPOSE 7860
+
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \
+  CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:7860/login', timeout=4)" || exit 1
+
+# 0.0.0.0 inside the container; publish the port with -p to choose who can reach it.
+CMD ["mvp", "serve", "--data", "/data", "--host", "0.0.0.0", "--port", "7860"]

@@ -1,0 +1,281 @@
+"""Analytics for the stats page: DuckDB over Arrow tables pulled through SQLAlchemy, one function per
+question, each returning a list of row dicts the UI can chart.
+
+Speed: the pulled tables are append-only or insert-only (options, puzzles, the verdict history,
+rollouts, set items), so a per-database cache pulls only rows past its last id on each call, and the
+current verdicts are re-derived in DuckDB from the history (the last event per curator and puzzle or
+option; an undo's event carries the restored state). The first call in a process pulls everything;
+later calls pull the new rows only. DuckDB's json and core functions are built in: no extensions."""
+from __future__ import annotations
+
+import json
+import threading
+
+import duckdb
+import pyarrow as pa
+from sqlalchemy import Text, cast, func, select
+from sqlalchemy.engine import Engine
+
+from db.engine import read_engine
+from db.models import Option, Puzzle
+from db.models_curation import CuratedSet, SetItem, User, VerdictEvent
+from db.models_runs import Rollout, Run
+
+HARDNESS_BINS = (0.0, 0.5, 0.7, 0.8, 0.9, 0.95, 1.01)
+
+
+def _arrow(conn, stmt, names: list[str]) -> pa.Table:
+    """Run a Core select on the raw DBAPI cursor (plain tuples: no Row objects, no per-value type
+    processing) and build an Arrow table column by column. Only integer cursors are bound, so the
+    statement is rendered with literal values."""
+    sql = str(stmt.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+    cur = conn.connection.dbapi_connection.cursor()
+    try:
+        cur.execute(sql)
+        rows = cur.fetchall()
+    finally:
+        cur.close()
+    if not rows:
+        return pa.table({n: pa.array([], pa.null()) for n in names})
+    return pa.table({n: pa.array(c) for n, c in zip(names, zip(*rows))})
+
+
+class _Cache:
+    """Per-database DuckDB copy of the insert-only tables, grown by the rows past each table's last id.
+    `pv`/`ov` (current puzzle/option verdicts) are kept up to date from each new batch of events."""
+
+    def __init__(self, engine: Engine):
+        self.engine = read_engine(engine)
+        self.lock = threading.RLock()
+        self.db = duckdb.connect()
+        self.cursor = {"options": 0, "events": 0, "rollouts": 0, "set_items": 0}
+        self.n_puzzles = -1
+        self.tables: set[str] = set()
+        self.db.execute('CREATE TABLE pv (user_id BIGINT, puzzle_id VARCHAR, verdict VARCHAR, "seconds" DOUBLE, '
+                        'created_at TIMESTAMP)')
+        self.db.execute("CREATE TABLE ov (user_id BIGINT, puzzle_id VARCHAR, label VARCHAR, verdict VARCHAR, "
+                        "reason_code VARCHAR)")
+
+    def refresh(self) -> None:
+        with self.lock, self.engine.connect() as conn:
+            self._pull(conn, "options", Option.id,
+                       select(Option.id, Option.puzzle_id, Option.label, Option.kind, Option.difficulty,
+                              Option.source_video_id),
+                       ["id", "puzzle_id", "label", "kind", "difficulty", "source_video_id"])
+            # JSON and timestamps come as text (no per-row Python parsing); DuckDB parses them.
+            self._pull(conn, "events", VerdictEvent.id,
+                       select(VerdictEvent.id, VerdictEvent.user_id, VerdictEvent.puzzle_id, VerdictEvent.label,
+                              cast(VerdictEvent.after, Text), cast(VerdictEvent.created_at, Text)),
+                       ["id", "user_id", "puzzle_id", "label", "after", "created_at"], self._events)
+            self._pull(conn, "rollouts", Rollout.id,
+                       select(Rollout.id, Rollout.run_id, Rollout.puzzle_id, cast(Rollout.chosen_labels, Text),
+                              Rollout.total, Rollout.exact),
+                       ["id", "run_id", "puzzle_id", "chosen", "total", "exact"], self._rollouts)
+            self._pull_set_items(conn)
+            n = conn.scalar(select(func.count()).select_from(Puzzle))
+            if n != self.n_puzzles:   # puzzles are only ever added; re-pull the small id->video map
+                self._replace("puzzles", _arrow(conn, select(Puzzle.id, Puzzle.video_id), ["id", "video_id"]))
+                self.n_puzzles = n
+            self._replace("users", _arrow(conn, select(User.id, User.name), ["id", "name"]))
+            self._replace("runs", _arrow(conn, select(Run.id, Run.set_name), ["id", "set_name"]))
+
+    def _replace(self, name: str, t: pa.Table) -> None:
+        self.db.register("_delta", t)
+        self.db.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM _delta")
+        self.db.unregister("_delta")
+        self.tables.add(name)
+
+    def _append(self, name: str, sql: str) -> None:
+        if name in self.tables:
+            self.db.execute(f"INSERT INTO {name} {sql}")
+        else:
+            self.db.execute(f"CREATE TABLE {name} AS {sql}")
+            self.tables.add(name)
+
+    def _pull(self, conn, key, id_col, stmt, names, transform=None) -> None:
+        delta = _arrow(conn, stmt.where(id_col > self.cursor[key]).order_by(id_col), names)
+        if not delta.num_rows:
+            return
+        self.cursor[key] = delta.column("id")[-1].as_py()
+        self.db.register("_delta", delta)
+        try:
+            if transform:
+                transform()
+            else:
+                self._append(key, "SELECT * FROM _delta")
+        finally:
+            self.db.unregister("_delta")
+
+    def _events(self) -> None:
+        """Apply a batch of history events: the last event per key replaces the current verdict."""
+        self.db.execute("""CREATE OR REPLACE TEMP TABLE _ev AS
+            SELECT id, user_id, puzzle_id, label, TRY_CAST(created_at AS TIMESTAMP) AS created_at,
+                   json_extract_string("after", '$.verdict') AS verdict,
+                   json_extract_string("after", '$.reason_code') AS reason_code,
+                   TRY_CAST(json_extract("after", '$.seconds') AS DOUBLE) AS "seconds"
+            FROM _delta
+            QUALIFY row_number() OVER (PARTITION BY user_id, puzzle_id, label ORDER BY id DESC) = 1""")
+        self.db.execute("""DELETE FROM pv USING _ev WHERE _ev.label IS NULL
+                           AND pv.user_id = _ev.user_id AND pv.puzzle_id = _ev.puzzle_id""")
+        self.db.execute("""INSERT INTO pv SELECT user_id, puzzle_id, verdict, "seconds", created_at FROM _ev
+                           WHERE label IS NULL AND verdict IS NOT NULL""")
+        self.db.execute("""DELETE FROM ov USING _ev WHERE _ev.label IS NOT NULL AND ov.user_id = _ev.user_id
+                           AND ov.puzzle_id = _ev.puzzle_id AND ov.label = _ev.label""")
+        self.db.execute("""INSERT INTO ov SELECT user_id, puzzle_id, label, verdict, reason_code FROM _ev
+                           WHERE label IS NOT NULL AND verdict IS NOT NULL""")
+        self.db.execute("DROP TABLE _ev")
+
+    def _rollouts(self) -> None:
+        self._append("rollouts", """SELECT id, run_id, puzzle_id, total, exact,
+                   CAST(json_extract_string(chosen, '$[*]') AS VARCHAR[]) AS chosen FROM _delta""")
+
+    def _pull_set_items(self, conn) -> None:
+        rows = conn.execute(select(SetItem.id, CuratedSet.name, SetItem.record_json)
+                            .join(CuratedSet, CuratedSet.id == SetItem.set_id)
+                            .where(SetItem.id > self.cursor["set_items"]).order_by(SetItem.id)).all()
+        if not rows:
+            return
+        self.cursor["set_items"] = rows[-1][0]
+        out = {"set_name": [], "puzzle_id": [], "label": [], "kind": []}
+        for _, name, rec_json in rows:      # a set re-letters options: keep its label -> kind map
+            rec = json.loads(rec_json)
+            for o in rec["options"]:
+                out["set_name"].append(name)
+                out["puzzle_id"].append(rec["id"])
+                out["label"].append(o["label"])
+                out["kind"].append(o["kind"])
+        self.db.register("_delta", pa.table(out))
+        self._append("set_options", "SELECT * FROM _delta")
+        self.db.unregister("_delta")
+
+    def query(self, sql: str, params: list | None = None) -> list[dict]:
+        with self.lock:
+            rel = self.db.execute(sql, params or [])
+            names = [d[0] for d in rel.description]
+            return [dict(zip(names, r)) for r in rel.fetchall()]
+
+
+_caches: dict[str, _Cache] = {}
+_caches_lock = threading.Lock()
+
+
+def _cache(engine: Engine) -> _Cache:
+    key = engine.url.render_as_string(hide_password=False)
+    with _caches_lock:
+        c = _caches.get(key)
+        if c is None:
+            c = _caches[key] = _Cache(engine)
+    c.refresh()
+    return c
+
+
+# Distractor judgments: every decisive puzzle verdict judges each distractor of its puzzle; it is
+# "rejected" when the same curator rejected that option, else kept.
+_JUDGED = """
+    WITH judged AS (
+      SELECT o.kind, o.difficulty, o.source_video_id, pv.puzzle_id, pv.user_id,
+             (ov.verdict = 'reject') IS TRUE AS rejected, ov.reason_code
+      FROM pv JOIN options o ON o.puzzle_id = pv.puzzle_id AND o.kind <> 'target'
+      LEFT JOIN ov ON ov.puzzle_id = pv.puzzle_id AND ov.user_id = pv.user_id AND ov.label = o.label
+      WHERE pv.verdict IN ('accept', 'reject'))
+"""
+
+
+def acceptance_by_kind(engine: Engine) -> list[dict]:
+    """Per distractor kind: distractor judgments, rejects, keep rate, and the most common reject reason."""
+    if not _has_options(c := _cache(engine)):
+        return []
+    return c.query(_JUDGED + """
+        SELECT kind, count(*) AS judged, sum(rejected::INT) AS rejected,
+               round(1 - avg(rejected::INT), 4) AS keep_rate,
+               mode(reason_code) FILTER (WHERE rejected) AS top_reason
+        FROM judged GROUP BY kind ORDER BY kind""")
+
+
+def acceptance_by_hardness(engine: Engine, bins: tuple = HARDNESS_BINS) -> list[dict]:
+    """Per difficulty bin (similarity to the targets): distractor judgments and keep rate."""
+    if not _has_options(c := _cache(engine)):
+        return []
+    edges = list(bins)
+    return c.query(_JUDGED + """
+        , b AS (SELECT *, list_position(list_transform(?::DOUBLE[], lambda e: difficulty < e), true) AS bin
+                FROM judged)
+        SELECT (?::DOUBLE[])[bin - 1] AS lo, (?::DOUBLE[])[bin] AS hi, count(*) AS judged,
+               sum(rejected::INT) AS rejected, round(1 - avg(rejected::INT), 4) AS keep_rate
+        FROM b WHERE bin > 1 GROUP BY bin ORDER BY bin""", [edges, edges, edges])
+
+
+def acceptance_by_video(engine: Engine) -> list[dict]:
+    """Per source video: decisive puzzle verdicts, accept rate, and distractor keep rate."""
+    if not _has_options(c := _cache(engine)):
+        return []
+    return c.query(_JUDGED + """
+        , d AS (SELECT p.video_id, avg((NOT rejected)::INT) AS keep_rate FROM judged
+                JOIN puzzles p ON p.id = judged.puzzle_id GROUP BY p.video_id)
+        SELECT p.video_id, count(*) AS verdicts, sum((pv.verdict = 'accept')::INT) AS accepted,
+               round(avg((pv.verdict = 'accept')::INT), 4) AS accept_rate, round(any_value(d.keep_rate), 4)
+               AS distractor_keep_rate
+        FROM pv JOIN puzzles p ON p.id = pv.puzzle_id LEFT JOIN d ON d.video_id = p.video_id
+        WHERE pv.verdict IN ('accept', 'reject') GROUP BY p.video_id ORDER BY verdicts DESC""")
+
+
+def curator_throughput(engine: Engine) -> list[dict]:
+    """Per curator and day: verdicts (incl. skips), median seconds per verdict, verdicts per hour."""
+    c = _cache(engine)
+    return c.query("""
+        SELECT u.name AS curator, CAST(pv.created_at AS DATE) AS day, count(*) AS verdicts,
+               round(median(pv."seconds"), 2) AS median_seconds,
+               round(3600.0 / NULLIF(median(pv."seconds"), 0), 1) AS per_hour
+        FROM pv JOIN users u ON u.id = pv.user_id GROUP BY ALL ORDER BY day, curator""")
+
+
+def curator_agreement(engine: Engine) -> list[dict]:
+    """Per pair of curators: puzzles both judged (accept/reject), observed agreement, Cohen's kappa."""
+    c = _cache(engine)
+    return c.query("""
+        WITH d AS (SELECT user_id, puzzle_id, (verdict = 'accept')::INT AS acc FROM pv
+                   WHERE verdict IN ('accept', 'reject')),
+        pairs AS (SELECT a.user_id AS ua, b.user_id AS ub, a.acc AS x, b.acc AS y
+                  FROM d a JOIN d b ON a.puzzle_id = b.puzzle_id AND a.user_id < b.user_id),
+        s AS (SELECT ua, ub, count(*) AS n, avg((x = y)::INT) AS p_o,
+                     avg(x) * avg(y) + (1 - avg(x)) * (1 - avg(y)) AS p_e FROM pairs GROUP BY ua, ub)
+        SELECT u1.name AS a, u2.name AS b, n AS common, round(p_o, 4) AS observed,
+               CASE WHEN p_e < 1 THEN round((p_o - p_e) / (1 - p_e), 4) END AS kappa
+        FROM s JOIN users u1 ON u1.id = ua JOIN users u2 ON u2.id = ub ORDER BY common DESC""")
+
+
+def model_picks_by_kind(engine: Engine, run_id: str | None = None) -> list[dict]:
+    """How often the model picks each option kind: picks, share of all picks, and picks per offered
+    option of that kind (labels mapped through the run's set, whose options are re-lettered)."""
+    c = _cache(engine)
+    if "rollouts" not in c.tables or "options" not in c.tables:
+        return []
+    has_sets = "set_options" in c.tables
+    set_join = ("LEFT JOIN set_options so ON so.set_name = r.set_name AND so.puzzle_id = r.puzzle_id "
+                "AND so.label = r.label") if has_sets else ""
+    kind = "coalesce(so.kind, o.kind)" if has_sets else "o.kind"
+    return c.query(f"""
+        WITH r AS (SELECT ro.id, ro.puzzle_id, runs.set_name, unnest(ro.chosen) AS label
+                   FROM rollouts ro JOIN runs ON runs.id = ro.run_id WHERE ? IS NULL OR ro.run_id = ?),
+        picks AS (SELECT {kind} AS kind FROM r
+                  LEFT JOIN options o ON o.puzzle_id = r.puzzle_id AND o.label = r.label {set_join}),
+        offered AS (SELECT o.kind, count(*) AS n FROM (SELECT DISTINCT puzzle_id FROM rollouts
+                    WHERE ? IS NULL OR run_id = ?) q JOIN options o ON o.puzzle_id = q.puzzle_id GROUP BY o.kind)
+        SELECT coalesce(p.kind, 'unknown') AS kind, count(*) AS picks,
+               round(count(*) / sum(count(*)) OVER (), 4) AS share, any_value(offered.n) AS offered_options
+        FROM picks p LEFT JOIN offered ON offered.kind = p.kind GROUP BY ALL ORDER BY picks DESC""",
+                   [run_id, run_id, run_id, run_id])
+
+
+def _has_options(c: _Cache) -> bool:
+    return "options" in c.tables
+
+
+QUESTIONS = {
+    "acceptance_by_kind": acceptance_by_kind,
+    "acceptance_by_hardness": acceptance_by_hardness,
+    "acceptance_by_video": acceptance_by_video,
+    "curator_throughput": curator_throughput,
+    "curator_agreement": curator_agreement,
+    "model_picks_by_kind": model_picks_by_kind,
+}

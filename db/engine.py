@@ -1,0 +1,109 @@
+"""Engines and sessions for SQLite (default, one file in the data directory) and PostgreSQL.
+
+SQLite gets WAL (readers never block the writer), a busy timeout (writers wait instead of failing
+with "database is locked") and foreign keys on, on every connection. Transactions start with
+`BEGIN IMMEDIATE`: pysqlite's default (a deferred BEGIN sent just before the first write) lets two
+transactions both read and then both try to write, and the loser gets SQLITE_BUSY at once, without
+waiting on the busy timeout -- "database is locked" would reach the caller. Read-only work can ask for
+a deferred BEGIN with `engine.execution_options(sqlite_begin="DEFERRED")` (see `read_engine`).
+
+The schema is managed by Alembic (db/migrations); `upgrade` runs `alembic upgrade head` in-process."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sqlalchemy import create_engine, event, text
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import sessionmaker
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+# Any constant: the PostgreSQL advisory lock that serialises concurrent `upgrade` calls.
+_UPGRADE_LOCK_KEY = 0x6D7670  # "mvp"
+
+
+def data_dir(explicit: str | os.PathLike | None = None) -> Path:
+    """--data, else MVP_DATA_DIR, else ./data."""
+    return Path(explicit or os.environ.get("MVP_DATA_DIR") or "data").resolve()
+
+
+def database_url(explicit: str | None = None, data: str | os.PathLike | None = None) -> str:
+    """--db, else MVP_DATABASE_URL, else SQLite in the data directory."""
+    url = explicit or os.environ.get("MVP_DATABASE_URL")
+    if url:
+        return url
+    d = data_dir(data)
+    d.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{d / 'mvp.sqlite'}"
+
+
+def make_engine(url: str, **kw) -> Engine:
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
+                                                  "check_same_thread": False}, **kw)
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn, _record):
+            dbapi_conn.isolation_level = None   # we send BEGIN ourselves (below)
+            cur = dbapi_conn.cursor()
+            if ":memory:" not in url and url not in ("sqlite://", "sqlite:///"):
+                cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn):
+            mode = conn.get_execution_options().get("sqlite_begin", "IMMEDIATE")
+            conn.exec_driver_sql(f"BEGIN {mode}")
+        return engine
+    return create_engine(url, pool_pre_ping=True, **kw)
+
+
+def read_engine(engine: Engine) -> Engine:
+    """The same engine, but SQLite transactions begin deferred (for read-only work such as analytics)."""
+    return engine.execution_options(sqlite_begin="DEFERRED")
+
+
+def alembic_config(engine: Engine | None = None):
+    from alembic.config import Config
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    if engine is not None:
+        cfg.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False)
+                            .replace("%", "%%"))
+    return cfg
+
+
+def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Bring the schema up to date (`alembic upgrade head`); called by the CLI and the app on start.
+    Safe when many processes open the same database at once: PostgreSQL takes an advisory lock,
+    SQLite's BEGIN IMMEDIATE serialises the writers; the second one finds the schema current."""
+    from alembic import command
+    if revision == "head" and current_revision(engine) == head_revision():
+        return   # the common case, without taking any lock
+    cfg = alembic_config(engine)
+    with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _UPGRADE_LOCK_KEY})
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+
+
+def open_db(url: str | None = None, data: str | os.PathLike | None = None) -> sessionmaker:
+    engine = make_engine(database_url(url, data))
+    upgrade(engine)
+    return sessionmaker(engine, expire_on_commit=False)

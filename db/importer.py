@@ -1,0 +1,121 @@
+"""Puzzle records into the database, and a jsonl set export back in as the same set (same hash).
+
+`store_records` writes videos, puzzles and options from DESIGN §3 records (skipping ids already
+present); the synthesis pipeline has its own writer, this one serves imports and tests."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from db.models import Option, Puzzle, Video
+from db.sets import content_hash, store_set
+from db.txn import run_txn
+from mvp_core.errors import UserError
+from mvp_core.puzzle import Puzzle as PuzzleRecord
+from mvp_core.puzzle import canonical_json, stable_id
+
+MANIFEST = "set.json"
+RECORDS = "puzzles.jsonl"
+
+
+def params_key(params: dict) -> str:
+    return stable_id("params", params)[:16]
+
+
+def store_records(session: Session, records: list[dict]) -> int:
+    """Insert the records' videos, puzzles and options that are not there yet; returns how many
+    puzzles were added. The caller commits."""
+    added = 0
+    have_videos = set(session.scalars(select(Video.id)))
+    for i in range(0, len(records), 500):
+        chunk = records[i:i + 500]
+        have = set(session.scalars(select(Puzzle.id).where(Puzzle.id.in_([r["id"] for r in chunk]))))
+        for rec in chunk:
+            if rec["id"] in have:
+                continue
+            v = rec["video"]
+            if v["id"] not in have_videos:
+                session.add(Video(id=v["id"], sha256=v["sha256"], path=v["path"], fps=v["fps"],
+                                  duration_s=v["duration_s"], width=v["width"], height=v["height"]))
+                session.flush()   # puzzles reference it (no ORM relationship to order the inserts)
+                have_videos.add(v["id"])
+            session.add(Puzzle(id=rec["id"], video_id=v["id"], params_key=params_key(rec.get("params", {})),
+                               mask_start=rec["mask"]["start"], mask_length=rec["mask"]["length"],
+                               n_options=len(rec["options"]), record_json=canonical_json(rec)))
+            session.flush()
+            session.add_all([Option(puzzle_id=rec["id"], label=o["label"], uri=o["uri"], t=o["t"],
+                                    source_video_id=o["source_video_id"], kind=o["kind"],
+                                    difficulty=o["difficulty"]) for o in rec["options"]])
+            have.add(rec["id"])
+            added += 1
+        session.flush()
+    return added
+
+
+def read_export(path: Path) -> tuple[dict, list[str]]:
+    """(manifest, canonical record lines) of a jsonl export folder, checked."""
+    path = Path(path)
+    if not (path / MANIFEST).is_file() or not (path / RECORDS).is_file():
+        raise UserError(f"{path} is not a jsonl set export (needs {MANIFEST} and {RECORDS})")
+    try:
+        manifest = json.loads((path / MANIFEST).read_text())
+        lines = []
+        for n, raw in enumerate((path / RECORDS).read_text(encoding="utf-8").splitlines(), 1):
+            if raw.strip():
+                rec = json.loads(raw)
+                PuzzleRecord.from_dict(rec)   # validates the record's shape
+                lines.append(canonical_json(rec))
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise UserError(f"{path}: malformed export ({type(e).__name__}: {e})") from None
+    if content_hash(lines) != manifest.get("content_hash"):
+        raise UserError(f"{path}: records do not match the manifest's content hash")
+    return manifest, lines
+
+
+def import_set(session: Session, path: Path, data_dir: Path, name: str | None = None) -> dict:
+    """Import a jsonl set export: copy its frames into the data directory, add its videos and puzzles
+    (the frozen records; ids already present are kept as they are) and the set itself, same hash."""
+    manifest, lines = read_export(path)
+    name = name or manifest["name"]
+    records = [json.loads(line) for line in lines]
+    data_dir = Path(data_dir)
+
+    def txn():
+        store_records(session, records)
+        cs = store_set(session, name, lines, int(manifest.get("n_excluded", 0)),
+                       int(manifest.get("min_distractors", 0)), dict(manifest.get("params", {})))
+        return {"name": cs.name, "content_hash": cs.content_hash, "n_puzzles": cs.n_puzzles}
+    # Frames first (checked, then copied): a failure leaves the database untouched, and frames are
+    # content-addressed files, so copies of a failed import are harmless.
+    n_copied = copy_frames(records, Path(path), data_dir)
+    out = run_txn(session, txn)
+    return {**out, "frames_copied": n_copied}
+
+
+def record_uris(records: list[dict]) -> list[str]:
+    uris = {f["uri"] for r in records for f in r["frames"]} | {o["uri"] for r in records for o in r["options"]}
+    return sorted(uris)
+
+
+def copy_frames(records: list[dict], src: Path, dst: Path) -> int:
+    """Copy every frame the records name from src/<uri> to dst/<uri>; refuses paths leaving dst."""
+    uris = record_uris(records)
+    for uri in uris:
+        rel = Path(uri)
+        if rel.is_absolute() or ".." in rel.parts:
+            raise UserError(f"frame uri {uri!r} must be relative to the data directory")
+        if not (src / rel).is_file():
+            raise UserError(f"frame {uri} is missing under {src}")
+    n = 0
+    for uri in uris:
+        s, d = src / uri, dst / uri
+        if d.exists() and d.stat().st_size == s.stat().st_size:
+            continue
+        d.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(s, d)
+        n += 1
+    return n

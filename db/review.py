@@ -1,0 +1,349 @@
+"""The review workflow the UI and CLI call: queue with expiring leases, verdicts, undo.
+
+Each public function is one short transaction and commits (through `db.txn.run_txn`, which retries the
+transient errors of concurrent writers), so a verdict that returned is stored. Statistics (status,
+progress, agreement) are in `db.review_stats` and re-exported here.
+
+Queue rule: a puzzle needs `k` decisive reviews (accept/reject; `k` is the team setting
+`review.overlap_k`, default 1). `next_puzzle` hands a curator a puzzle they have not judged (a skip
+counts as judged for them, but not toward k) whose decisive reviews plus live leases are below k, and
+leases it to them for `lease_s` seconds. Puzzles closest to k reviews come first, so overlapping
+reviews complete before new puzzles are opened."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from sqlalchemy import delete, exists, func, insert, literal, select, text, update
+from sqlalchemy.orm import Session
+
+from db.models import Option, Puzzle, utcnow
+from db.models_curation import (OPTION_VERDICTS, PUZZLE_VERDICTS, REASON_CODES, Lease, OptionVerdict,
+                                PuzzleVerdict, ReviewState, Setting, User, VerdictEvent)
+from db.txn import run_txn
+from mvp_core.errors import UserError
+
+DEFAULT_LEASE_S = 600.0
+OVERLAP_KEY = "review.overlap_k"
+
+
+def aware(dt: datetime | None) -> datetime | None:
+    """SQLite hands back naive datetimes (stored as UTC); PostgreSQL aware ones."""
+    return dt.replace(tzinfo=timezone.utc) if dt is not None and dt.tzinfo is None else dt
+
+
+def derive_status(n_accept: int, n_reject: int, k: int) -> str:
+    """pending until k decisive reviews; then accepted/rejected if unanimous, else disputed."""
+    if n_accept + n_reject < k:
+        return "pending"
+    if n_reject == 0:
+        return "accepted"
+    if n_accept == 0:
+        return "rejected"
+    return "disputed"
+
+
+# ---- settings ---------------------------------------------------------------------------------
+
+def get_setting(session: Session, key: str, default=None):
+    row = session.get(Setting, key)
+    return default if row is None else row.value
+
+
+def overlap_k(session: Session) -> int:
+    return int(get_setting(session, OVERLAP_KEY, 1))
+
+
+def set_overlap(session: Session, k: int) -> None:
+    """Set how many decisive reviews each puzzle needs, and re-derive every puzzle's status."""
+    if not isinstance(k, int) or k < 1 or k > 50:
+        raise UserError("overlap k must be an integer between 1 and 50")
+
+    def txn():
+        row = session.get(Setting, OVERLAP_KEY, with_for_update=True)
+        if row is None:
+            session.add(Setting(key=OVERLAP_KEY, value=k))
+        else:
+            row.value = k
+        session.flush()
+        _refresh_all_statuses(session, k)
+    run_txn(session, txn)
+
+
+def _refresh_all_statuses(session: Session, k: int) -> None:
+    rs = ReviewState
+    n_rej = rs.n_reviews - rs.n_accept
+    session.execute(update(rs).values(status="pending").where(rs.n_reviews < k))
+    session.execute(update(rs).values(status="accepted").where(rs.n_reviews >= k, n_rej == 0))
+    session.execute(update(rs).values(status="rejected").where(rs.n_reviews >= k, rs.n_accept == 0))
+    session.execute(update(rs).values(status="disputed")
+                    .where(rs.n_reviews >= k, rs.n_accept > 0, n_rej > 0))
+
+
+# ---- queue ------------------------------------------------------------------------------------
+
+def sync_queue(session: Session) -> int:
+    """Add review_state rows for puzzles that lack one (a database made without the trigger, or rows
+    inserted with the trigger disabled). Returns how many were added; the caller commits."""
+    missing = select(Puzzle.id, literal(0), literal(0), literal("pending")).where(
+        ~exists().where(ReviewState.puzzle_id == Puzzle.id))
+    res = session.execute(insert(ReviewState).from_select(
+        ["puzzle_id", "n_reviews", "n_accept", "status"], missing))
+    return res.rowcount or 0
+
+
+def _my_verdict_exists(user_id: int, puzzle_col):
+    return exists().where(PuzzleVerdict.puzzle_id == puzzle_col, PuzzleVerdict.user_id == user_id)
+
+
+def next_puzzle(session: Session, user_id: int, lease_s: float = DEFAULT_LEASE_S,
+                now: datetime | None = None) -> str | None:
+    """The id of the next puzzle for this curator (leased to them until now + lease_s), or None when
+    nothing is left for them. Calling it again before judging returns the same puzzle.
+
+    Speed: the queue query is an index range scan (~0.1 ms); the cost was round trips. On PostgreSQL
+    the whole claim is one call of the `mvp_next_puzzle` function (migration 0002: lock with FOR UPDATE
+    SKIP LOCKED, re-check the room with a fresh snapshot, lease). On SQLite it is one BEGIN IMMEDIATE
+    transaction of a few in-process statements (UPDATE ... RETURNING, INSERT ... SELECT ... RETURNING)."""
+    if lease_s <= 0:
+        raise UserError("lease_s must be positive")
+    claim = _claim_pg if session.bind.dialect.name == "postgresql" else _claim_sqlite
+
+    def txn():
+        t = now or utcnow()
+        until = t + timedelta(seconds=lease_s)
+        pid = claim(session, user_id, t, until)
+        if pid is None and sync_queue(session):   # puzzles added without the trigger: queue them, retry
+            pid = claim(session, user_id, t, until)
+        return pid
+    return run_txn(session, txn)
+
+
+_PG_CLAIM = text("SELECT mvp_next_puzzle(:u, :t, :until)")
+
+
+def _claim_pg(session: Session, user_id: int, t: datetime, until: datetime) -> str | None:
+    return session.execute(_PG_CLAIM, {"u": user_id, "t": t, "until": until}).scalar()
+
+
+def _live_leases(puzzle_col, t: datetime):
+    return (select(func.count()).select_from(Lease)
+            .where(Lease.puzzle_id == puzzle_col, Lease.expires_at > t).scalar_subquery())
+
+
+def _claim_sqlite(session: Session, user_id: int, t: datetime, until: datetime) -> str | None:
+    """The steps of `mvp_next_puzzle` (migration 0002) as statements. BEGIN IMMEDIATE means no other
+    writer runs between our reads and our write, so no lock or re-check is needed."""
+    # 1. A live lease of mine on a puzzle I have not judged yet: hand it out again, extended.
+    mine = (select(Lease.id).where(Lease.user_id == user_id, Lease.expires_at > t,
+                                   ~_my_verdict_exists(user_id, Lease.puzzle_id))
+            .order_by(Lease.started_at).limit(1).scalar_subquery())
+    pid = session.execute(update(Lease).where(Lease.id == mine).values(expires_at=until)
+                          .returning(Lease.puzzle_id)).scalar()
+    if pid is not None:
+        return pid
+    # 2. Forget my expired leases (their puzzles went back to the queue when they expired: live
+    # counts only look at unexpired leases), so re-leasing one of them cannot hit the unique key.
+    session.execute(delete(Lease).where(Lease.user_id == user_id, Lease.expires_at <= t))
+    # 3. Puzzles closest to k first: one index range scan (n_reviews = n, ordered by id) per n.
+    k = overlap_k(session)
+    rs = ReviewState
+    for n in range(k - 1, -1, -1):
+        pick = (select(rs.puzzle_id, literal(user_id), literal(t, Lease.started_at.type),
+                       literal(until, Lease.expires_at.type))
+                .where(rs.n_reviews == n, ~_my_verdict_exists(user_id, rs.puzzle_id),
+                       _live_leases(rs.puzzle_id, t) < k - n)
+                .order_by(rs.puzzle_id).limit(1))
+        pid = session.execute(insert(Lease).from_select(
+            ["puzzle_id", "user_id", "started_at", "expires_at"], pick).returning(Lease.puzzle_id)).scalar()
+        if pid is not None:
+            return pid
+    return None
+
+
+def release(session: Session, user_id: int, puzzle_id: str) -> None:
+    """Give a leased puzzle back without a verdict (e.g. the curator closed the page)."""
+    run_txn(session, lambda: session.execute(
+        delete(Lease).where(Lease.user_id == user_id, Lease.puzzle_id == puzzle_id)))
+
+
+# ---- verdicts ---------------------------------------------------------------------------------
+
+def _pv_state(v: PuzzleVerdict | None) -> dict | None:
+    return None if v is None else {"verdict": v.verdict, "reason": v.reason, "seconds": v.seconds}
+
+
+def _ov_state(v: OptionVerdict | None) -> dict | None:
+    return None if v is None else {"verdict": v.verdict, "reason_code": v.reason_code, "note": v.note}
+
+
+def _check_user_puzzle(session: Session, user_id: int, puzzle_id: str) -> None:
+    if session.get(User, user_id) is None:
+        raise UserError(f"no user with id {user_id}")
+    if session.get(Puzzle, puzzle_id) is None:
+        raise UserError(f"no puzzle {puzzle_id!r}")
+
+
+def _lock_state(session: Session, puzzle_id: str) -> ReviewState:
+    """Row-lock the puzzle's queue entry first, so concurrent verdicts on one puzzle recount in turn."""
+    st = session.scalar(select(ReviewState).where(ReviewState.puzzle_id == puzzle_id).with_for_update())
+    if st is None:
+        st = ReviewState(puzzle_id=puzzle_id, n_reviews=0, n_accept=0, status="pending")
+        session.add(st)
+        session.flush()
+    return st
+
+
+def _recount(session: Session, st: ReviewState) -> None:
+    rows = dict(session.execute(
+        select(PuzzleVerdict.verdict, func.count()).where(PuzzleVerdict.puzzle_id == st.puzzle_id)
+        .group_by(PuzzleVerdict.verdict)).all())
+    n_acc, n_rej = rows.get("accept", 0), rows.get("reject", 0)
+    st.n_accept, st.n_reviews = n_acc, n_acc + n_rej
+    st.status = derive_status(n_acc, n_rej, overlap_k(session))
+
+
+def _apply_puzzle_state(session, user_id, puzzle_id, state: dict | None) -> None:
+    cur = session.scalar(select(PuzzleVerdict).where(PuzzleVerdict.puzzle_id == puzzle_id,
+                                                     PuzzleVerdict.user_id == user_id))
+    if state is None:
+        if cur is not None:
+            session.delete(cur)
+    elif cur is None:
+        session.add(PuzzleVerdict(puzzle_id=puzzle_id, user_id=user_id, **state))
+    else:
+        cur.verdict, cur.reason, cur.seconds, cur.created_at = (state["verdict"], state["reason"],
+                                                                state["seconds"], utcnow())
+    session.flush()
+
+
+def submit_verdict(session: Session, user_id: int, puzzle_id: str, verdict: str, reason: str = "",
+                   seconds: float | None = None) -> dict:
+    """Record (or change) this curator's verdict on a puzzle: accept | reject | skip. `seconds` is the
+    time spent; by default the time since the puzzle was leased to them. Returns the puzzle's counts
+    and status after the verdict."""
+    if verdict not in PUZZLE_VERDICTS:
+        raise UserError(f"verdict must be one of {', '.join(PUZZLE_VERDICTS)}, not {verdict!r}")
+    if seconds is not None and (seconds < 0 or seconds != seconds):
+        raise UserError("seconds must be a non-negative number")
+
+    def txn():
+        _check_user_puzzle(session, user_id, puzzle_id)
+        t = utcnow()
+        st = _lock_state(session, puzzle_id)
+        lease = session.scalar(select(Lease).where(Lease.user_id == user_id, Lease.puzzle_id == puzzle_id))
+        secs = seconds
+        if secs is None:
+            secs = max(0.0, (t - aware(lease.started_at)).total_seconds()) if lease is not None else 0.0
+        cur = session.scalar(select(PuzzleVerdict).where(PuzzleVerdict.puzzle_id == puzzle_id,
+                                                         PuzzleVerdict.user_id == user_id))
+        before = _pv_state(cur)
+        after = {"verdict": verdict, "reason": reason or "", "seconds": float(secs)}
+        if before is None or (before["verdict"], before["reason"]) != (after["verdict"], after["reason"]):
+            _apply_puzzle_state(session, user_id, puzzle_id, after)
+            session.add(VerdictEvent(user_id=user_id, puzzle_id=puzzle_id, label=None, action="set",
+                                     before=before, after=after, created_at=t))
+            _recount(session, st)
+        if lease is not None:
+            session.delete(lease)
+        session.flush()
+        return {"puzzle_id": puzzle_id, "status": st.status, "n_reviews": st.n_reviews,
+                "n_accept": st.n_accept}
+    return run_txn(session, txn)
+
+
+def set_option_verdict(session: Session, user_id: int, puzzle_id: str, label: str, verdict: str,
+                       reason_code: str | None = None, note: str = "") -> dict:
+    """Keep or reject one distractor. A reject needs a reason code (near_duplicate, ambiguous,
+    too_easy, broken_frame, other); `note` is free text. Targets cannot be rejected."""
+    if verdict not in OPTION_VERDICTS:
+        raise UserError(f"option verdict must be one of {', '.join(OPTION_VERDICTS)}, not {verdict!r}")
+    if verdict == "reject" and reason_code not in REASON_CODES:
+        raise UserError(f"rejecting an option needs a reason code: {', '.join(REASON_CODES)}")
+    if reason_code is not None and reason_code not in REASON_CODES:
+        raise UserError(f"unknown reason code {reason_code!r}; choose one of {', '.join(REASON_CODES)}")
+
+    def txn():
+        _check_user_puzzle(session, user_id, puzzle_id)
+        opt = session.execute(select(Option.id, Option.kind).where(
+            Option.puzzle_id == puzzle_id, Option.label == label)).first()
+        if opt is None:
+            raise UserError(f"puzzle {puzzle_id} has no option {label!r}")
+        if opt.kind == "target":
+            raise UserError(f"option {label} is a target, not a distractor; reject the puzzle instead")
+        cur = session.scalar(select(OptionVerdict).where(
+            OptionVerdict.puzzle_id == puzzle_id, OptionVerdict.label == label,
+            OptionVerdict.user_id == user_id))
+        before = _ov_state(cur)
+        after = {"verdict": verdict, "reason_code": reason_code, "note": note or ""}
+        if before != after:
+            _apply_option_state(session, user_id, puzzle_id, label, opt.id, after)
+            session.add(VerdictEvent(user_id=user_id, puzzle_id=puzzle_id, label=label, action="set",
+                                     before=before, after=after))
+        session.flush()
+        return {"puzzle_id": puzzle_id, "label": label, **after}
+    return run_txn(session, txn)
+
+
+def _apply_option_state(session, user_id, puzzle_id, label, option_id, state: dict | None) -> None:
+    cur = session.scalar(select(OptionVerdict).where(
+        OptionVerdict.puzzle_id == puzzle_id, OptionVerdict.label == label, OptionVerdict.user_id == user_id))
+    if state is None:
+        if cur is not None:
+            session.delete(cur)
+    elif cur is None:
+        session.add(OptionVerdict(puzzle_id=puzzle_id, label=label, option_id=option_id,
+                                  user_id=user_id, **state))
+    else:
+        cur.verdict, cur.reason_code, cur.note, cur.created_at = (state["verdict"], state["reason_code"],
+                                                                  state["note"], utcnow())
+    session.flush()
+
+
+def undo_last(session: Session, user_id: int, lease_s: float = DEFAULT_LEASE_S) -> dict | None:
+    """Revert this curator's most recent verdict change that is not undone yet (repeatable: each call
+    goes one step further back). The history keeps both the change and its undo. An undone puzzle
+    verdict leases the puzzle back to the curator, so `next_puzzle` shows it again. Returns what was
+    undone ({"puzzle_id", "label", "restored"}) or None when there is nothing to undo."""
+
+    def txn():
+        undone = select(VerdictEvent.undoes).where(VerdictEvent.undoes.is_not(None)).scalar_subquery()
+        ev = session.scalar(
+            select(VerdictEvent).where(VerdictEvent.user_id == user_id, VerdictEvent.action == "set",
+                                       VerdictEvent.id.not_in(undone))
+            .order_by(VerdictEvent.id.desc()).limit(1))
+        if ev is None:
+            return None
+        if ev.label is None:
+            st = _lock_state(session, ev.puzzle_id)
+            _apply_puzzle_state(session, user_id, ev.puzzle_id, ev.before)
+            _recount(session, st)
+            t = utcnow()
+            session.execute(delete(Lease).where(Lease.user_id == user_id, Lease.puzzle_id == ev.puzzle_id))
+            session.add(Lease(puzzle_id=ev.puzzle_id, user_id=user_id, started_at=t,
+                              expires_at=t + timedelta(seconds=lease_s)))
+        else:
+            option_id = session.scalar(select(Option.id).where(Option.puzzle_id == ev.puzzle_id,
+                                                               Option.label == ev.label))
+            _apply_option_state(session, user_id, ev.puzzle_id, ev.label, option_id, ev.before)
+        session.add(VerdictEvent(user_id=user_id, puzzle_id=ev.puzzle_id, label=ev.label, action="undo",
+                                 undoes=ev.id, before=ev.after, after=ev.before))
+        session.flush()
+        return {"puzzle_id": ev.puzzle_id, "label": ev.label, "restored": ev.before}
+    return run_txn(session, txn)
+
+
+def history(session: Session, puzzle_id: str | None = None, user_id: int | None = None,
+            limit: int = 200) -> list[dict]:
+    """The verdict history, newest first."""
+    q = select(VerdictEvent, User.name).join(User, User.id == VerdictEvent.user_id)
+    if puzzle_id is not None:
+        q = q.where(VerdictEvent.puzzle_id == puzzle_id)
+    if user_id is not None:
+        q = q.where(VerdictEvent.user_id == user_id)
+    rows = session.execute(q.order_by(VerdictEvent.id.desc()).limit(limit)).all()
+    return [{"id": e.id, "user": name, "puzzle_id": e.puzzle_id, "label": e.label, "action": e.action,
+             "undoes": e.undoes, "before": e.before, "after": e.after, "created_at": aware(e.created_at)}
+            for e, name in rows]
+
+
+from db.review_stats import agreement, progress, puzzle_agreement, puzzle_status  # noqa: E402,F401

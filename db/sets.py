@@ -1,0 +1,157 @@
+"""Curated sets: the accepted puzzles frozen under a name and a content hash.
+
+Freezing removes each puzzle's rejected distractors and re-letters the remaining options A, B, C, ...
+in their original order (the answer follows), so a model never sees a gap in the labels. A distractor
+is rejected when at least half of the puzzle's decisive reviewers rejected it (with one reviewer: any
+reject). A puzzle left with fewer than `min_distractors` distractors is excluded and counted.
+
+The frozen records are stored in `set_items` (canonical JSON), so later verdicts never change a set.
+`content_hash` = sha256 of the records' canonical JSON lines in set order (one "\n" after each): the
+exported puzzles.jsonl has exactly these bytes, so its sha256 is the set's hash."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+
+from sqlalchemy import func, insert, select
+from sqlalchemy.orm import Session
+
+from db.models import Puzzle
+from db.models_curation import CuratedSet, OptionVerdict, ReviewState, SetItem
+from db.txn import run_txn
+from mvp_core.errors import UserError
+from mvp_core.puzzle import LABELS, canonical_json
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+@dataclass
+class FreezeConfig:
+    min_distractors: int = 2       # puzzles left with fewer distractors are excluded (and counted)
+    statuses: tuple = ("accepted",)  # which derived statuses go in (e.g. add "disputed" deliberately)
+
+
+def content_hash(lines: list[str]) -> str:
+    h = hashlib.sha256()
+    for line in lines:
+        h.update(line.encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def prune_record(record: dict, removed: set[str]) -> dict:
+    """The record without the `removed` option labels, re-lettered A, B, ... (answer mapped along)."""
+    kept = [o for o in record["options"] if o["label"] not in removed]
+    relabel = {o["label"]: LABELS[i] for i, o in enumerate(kept)}
+    missing = [a for a in record["answer"] if a not in relabel]
+    if missing:
+        raise ValueError(f"puzzle {record['id']}: cannot remove target options {missing}")
+    out = dict(record)
+    out["options"] = [{**o, "label": relabel[o["label"]]} for o in kept]
+    out["answer"] = [relabel[a] for a in record["answer"]]
+    return out
+
+
+def rejected_options(session: Session, puzzle_ids: list[str]) -> dict[str, set[str]]:
+    """{puzzle_id: labels rejected by at least half of its decisive reviewers}."""
+    out: dict[str, set[str]] = {}
+    for i in range(0, len(puzzle_ids), 500):
+        chunk = puzzle_ids[i:i + 500]
+        rows = session.execute(
+            select(OptionVerdict.puzzle_id, OptionVerdict.label, func.count(), ReviewState.n_reviews)
+            .join(ReviewState, ReviewState.puzzle_id == OptionVerdict.puzzle_id)
+            .where(OptionVerdict.puzzle_id.in_(chunk), OptionVerdict.verdict == "reject")
+            .group_by(OptionVerdict.puzzle_id, OptionVerdict.label, ReviewState.n_reviews))
+        for pid, label, n_rej, n_reviews in rows:
+            if 2 * n_rej >= max(n_reviews, 1):
+                out.setdefault(pid, set()).add(label)
+    return out
+
+
+def _check_name(name: str) -> None:
+    if not NAME_RE.match(name or ""):
+        raise UserError("set name must be 1-128 characters of letters, digits, '.', '_' or '-'")
+
+
+def store_set(session: Session, name: str, lines: list[str], n_excluded: int, min_distractors: int,
+              params: dict, created_by: int | None = None) -> CuratedSet:
+    """Insert a frozen set from its canonical record lines (used by freeze and by import)."""
+    _check_name(name)
+    if session.scalar(select(CuratedSet.id).where(CuratedSet.name == name)) is not None:
+        raise UserError(f"set {name!r} already exists (sets never change; choose a new name)")
+    cs = CuratedSet(name=name, content_hash=content_hash(lines), n_puzzles=len(lines), n_excluded=n_excluded,
+                    min_distractors=min_distractors, params=params, created_by=created_by)
+    session.add(cs)
+    session.flush()
+    session.execute(insert(SetItem), [
+        {"set_id": cs.id, "position": i, "puzzle_id": json.loads(line)["id"], "record_json": line}
+        for i, line in enumerate(lines)])
+    return cs
+
+
+def freeze_set(session: Session, name: str, min_distractors: int = 2, created_by: int | None = None,
+               config: FreezeConfig | None = None) -> dict:
+    """Freeze the accepted puzzles into a new set. Returns its summary (see `set_summary`)."""
+    cfg = config or FreezeConfig(min_distractors=min_distractors)
+    if cfg.min_distractors < 0:
+        raise UserError("min_distractors must be >= 0")
+    _check_name(name)
+
+    def txn():
+        rows = session.execute(select(Puzzle.id, Puzzle.record_json)
+                               .join(ReviewState, ReviewState.puzzle_id == Puzzle.id)
+                               .where(ReviewState.status.in_(cfg.statuses))
+                               .order_by(Puzzle.id)).all()
+        if not rows:
+            raise UserError(f"no puzzles with status {'/'.join(cfg.statuses)} to freeze")
+        removed = rejected_options(session, [r.id for r in rows])
+        lines, excluded = [], 0
+        for pid, rec_json in rows:
+            rec = prune_record(json.loads(rec_json), removed.get(pid, set()))
+            if sum(o["kind"] != "target" for o in rec["options"]) < cfg.min_distractors:
+                excluded += 1
+                continue
+            lines.append(canonical_json(rec))
+        if not lines:
+            raise UserError(f"all {excluded} accepted puzzles have fewer than {cfg.min_distractors} "
+                            "distractors left; nothing to freeze")
+        params = {"min_distractors": cfg.min_distractors, "statuses": list(cfg.statuses),
+                  "n_removed_options": sum(len(v) for v in removed.values())}
+        cs = store_set(session, name, lines, excluded, cfg.min_distractors, params, created_by)
+        return set_summary(cs)
+    return run_txn(session, txn)
+
+
+def set_summary(cs: CuratedSet) -> dict:
+    return {"name": cs.name, "content_hash": cs.content_hash, "n_puzzles": cs.n_puzzles,
+            "n_excluded": cs.n_excluded, "min_distractors": cs.min_distractors, "params": cs.params,
+            "created_at": cs.created_at}
+
+
+def get_set(session: Session, name: str) -> CuratedSet:
+    cs = session.scalar(select(CuratedSet).where(CuratedSet.name == name))
+    if cs is None:
+        raise UserError(f"no curated set named {name!r}")
+    return cs
+
+
+def set_lines(session: Session, name: str) -> list[str]:
+    cs = get_set(session, name)
+    return list(session.scalars(select(SetItem.record_json).where(SetItem.set_id == cs.id)
+                                .order_by(SetItem.position)))
+
+
+def load_set(session: Session, name: str) -> list[dict]:
+    """The puzzle records of a set (rejected distractors removed), in set order."""
+    return [json.loads(line) for line in set_lines(session, name)]
+
+
+def list_sets(session: Session) -> list[dict]:
+    return [set_summary(cs) for cs in session.scalars(select(CuratedSet).order_by(CuratedSet.created_at))]
+
+
+def verify_set(session: Session, name: str) -> bool:
+    """True when the stored records still hash to the set's content hash."""
+    return content_hash(set_lines(session, name)) == get_set(session, name).content_hash

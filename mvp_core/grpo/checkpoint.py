@@ -1,0 +1,81 @@
+"""Checkpoints that resume exactly: weights, optimizer and scheduler state, every process's RNG.
+
+A checkpoint directory is also a loadable model (`save_pretrained` + the processor), so `mvp eval
+--model RUN/checkpoints/step_000050` works on it; for a LoRA run it holds the adapter (peft
+format) and `base_model` in trainer_state.json names the weights it applies to.
+
+It is written into `step_N.tmp/` and renamed when complete; `trainer_state.json` is written last,
+so a run killed mid-save leaves no checkpoint that looks complete."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from pathlib import Path
+
+import numpy as np
+import torch
+
+
+def rng_state() -> dict:
+    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_checkpoint(ckpt_dir: Path, *, model, processor, optimizer, scheduler, state: dict,
+                    rank: int, world: int, full_state: dict | None = None, optim_state: dict | None = None,
+                    barrier=lambda: None) -> None:
+    """Every rank calls this. Rank 0 writes weights and optimizer state (`full_state` /
+    `optim_state` when FSDP gathered them), every rank writes its RNG state; then rank 0 writes
+    trainer_state.json and renames the directory into place."""
+    tmp = ckpt_dir.with_name(ckpt_dir.name + ".tmp")
+    if rank == 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+    barrier()
+    if rank == 0:
+        if full_state is not None:
+            model.save_pretrained(tmp, state_dict=full_state)
+        else:
+            model.save_pretrained(tmp)
+        if processor is not None:
+            processor.save_pretrained(tmp)
+        torch.save(optim_state if optim_state is not None else optimizer.state_dict(), tmp / "optimizer.pt")
+        torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
+    torch.save(rng_state(), tmp / f"rng_rank{rank}.pt")
+    barrier()
+    if rank == 0:
+        (tmp / "trainer_state.json").write_text(json.dumps({**state, "world_size": world}, indent=1))
+        shutil.rmtree(ckpt_dir, ignore_errors=True)
+        os.replace(tmp, ckpt_dir)
+    barrier()
+
+
+def read_trainer_state(ckpt_dir: Path) -> dict:
+    return json.loads((Path(ckpt_dir) / "trainer_state.json").read_text())
+
+
+def load_optimizer_state(ckpt_dir: Path, optimizer, scheduler) -> None:
+    optimizer.load_state_dict(torch.load(Path(ckpt_dir) / "optimizer.pt", map_location="cpu", weights_only=False))
+    scheduler.load_state_dict(torch.load(Path(ckpt_dir) / "scheduler.pt", weights_only=False))
+
+
+def load_rng(ckpt_dir: Path, rank: int) -> bool:
+    """Restore this rank's RNG; False when the checkpoint came from a run with fewer processes
+    (then sampling continues from a re-seeded RNG: same data order, different samples)."""
+    f = Path(ckpt_dir) / f"rng_rank{rank}.pt"
+    if not f.is_file():
+        return False
+    set_rng_state(torch.load(f, weights_only=False))
+    return True

@@ -1,0 +1,62 @@
+// Keyboard shortcuts for the curate page. Keys press the page's own buttons (by element id), so a
+// shortcut does exactly what the click does, and the server checks it the same way.
+// Ignored while typing in a text box, and with Ctrl/Alt/Meta held (browser shortcuts keep working).
+(function () {
+  "use strict";
+  if (window.mvpHotkeysInstalled) return;
+  window.mvpHotkeysInstalled = true;
+
+  const KEYS = { a: "btn-accept", r: "btn-reject", s: "btn-skip", u: "btn-undo", v: "btn-reveal",
+                 ArrowLeft: "btn-prev", ArrowRight: "btn-next" };
+
+  function typing(el) {
+    if (!el) return false;
+    const tag = (el.tagName || "").toLowerCase();
+    if (tag === "textarea" || tag === "select" || el.isContentEditable) return true;
+    if (tag !== "input") return false;
+    const type = (el.type || "text").toLowerCase();
+    return !["radio", "checkbox", "button", "submit", "range", "color", "file"].includes(type);
+  }
+
+  function press(id) {
+    const el = document.getElementById(id);
+    if (!el) return false;
+    const btn = el.tagName === "BUTTON" ? el : el.querySelector("button");
+    (btn || el).click();
+    return true;
+  }
+
+  window.mvpToggleHelp = function () {
+    const h = document.getElementById("mvp-help");
+    if (h) h.hidden = !h.hidden;
+  };
+
+  function cycleReason() {
+    const box = document.getElementById("mvp-reason");
+    if (!box) return;
+    const radios = Array.from(box.querySelectorAll("input[type=radio]"));
+    if (!radios.length) return;
+    const i = radios.findIndex((r) => r.checked);
+    radios[(i + 1) % radios.length].click();
+  }
+
+  document.addEventListener("keydown", function (e) {
+    if (e.ctrlKey || e.altKey || e.metaKey || e.isComposing) return;
+    if (typing(e.target)) return;
+    if (!document.getElementById("btn-accept")) return;      // not the curate page
+    let handled = false;
+    const digit = /^Digit([1-9])$/.exec(e.code || "");
+    if (digit) {
+      handled = press((e.shiftKey ? "btn-play-" : "btn-toggle-") + digit[1]);
+    } else if (e.key === "?") {
+      window.mvpToggleHelp(); handled = true;
+    } else if (e.key === "Escape") {
+      const h = document.getElementById("mvp-help"); if (h) h.hidden = true; handled = !!h;
+    } else if (e.key === "c") {
+      cycleReason(); handled = true;
+    } else if (KEYS[e.key] && !e.shiftKey) {
+      handled = press(KEYS[e.key]);
+    }
+    if (handled) { e.preventDefault(); e.stopPropagation(); }
+  }, true);
+})();

@@ -1,0 +1,159 @@
+"""Fixtures for the browser tests: puzzles synthesized by the real `mvp synth` from two real sample
+videos, users of each role, rollouts scored by the real reward, the app (`mvp serve`) started as a
+subprocess on a free port, and Debian's Chromium driven by Playwright."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+PASSWORDS = {"cora": "cora-pass-1", "rhea": "rhea-pass-1", "ada": "ada-pass-12"}
+ROLES = {"cora": "curator", "rhea": "researcher", "ada": "admin"}
+G = 4
+RUN_ID = "web-test-run"
+
+
+@dataclass
+class WebApp:
+    url: str
+    data_dir: Path
+    db_url: str
+    outside: Path            # a secret file next to (not inside) the data directory
+    Session: object          # sessionmaker on the app's database
+
+    def user_id(self, name: str) -> int:
+        from db.users import get_user
+        with self.Session() as s:
+            return get_user(s, name).id
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _store_rollouts(Session) -> None:
+    """G answers per puzzle for the base model and one checkpoint, each scored by the real reward;
+    one puzzle gets G identical answers (a zero-variance group)."""
+    from sqlalchemy import select
+
+    from db.models import Puzzle
+    from db.models_runs import Checkpoint, Rollout, Run
+    from mvp_core.reward import score_completion
+    rng = random.Random(7)
+    with Session() as s:
+        s.add(Run(id=RUN_ID, name="web test", kind="rollout", model_path="tiny-random-qwen25vl", config={},
+                  status="done"))
+        s.flush()
+        ck = Checkpoint(run_id=RUN_ID, step=5, path="ckpt-5")
+        s.add(ck)
+        s.flush()
+        for n, row in enumerate(s.scalars(select(Puzzle).order_by(Puzzle.id))):
+            rec = json.loads(row.record_json)
+            labels = [o["label"] for o in rec["options"]]
+            for cid in (None, ck.id):
+                fixed = rng.sample(labels, len(rec["answer"]))
+                for g in range(G):
+                    ch = fixed if n == 0 and cid is None else rng.sample(labels, len(rec["answer"]))
+                    text = f"<think>answer {g}: the motion suggests {ch[0]} first.</think><answer>{', '.join(ch)}</answer>"
+                    t = score_completion(text, rec["answer"], labels)
+                    s.add(Rollout(run_id=RUN_ID, checkpoint_id=cid, puzzle_id=row.id, sample_index=g,
+                                  completion=text, chosen_labels=t.labels, format=t.format, selection=t.selection,
+                                  order=t.order, exact=t.exact, total=t.total, advantage=None))
+        s.commit()
+
+
+@pytest.fixture(scope="session")
+def web_data(sample_videos, tmp_path_factory):
+    """(data_dir, db_url): 6 puzzles from bigbuckbunny + bikes, three users, stored rollouts."""
+    from db.engine import open_db
+    from db.users import add_user
+    base = tmp_path_factory.mktemp("web")
+    videos, data = base / "videos", base / "data"
+    videos.mkdir()
+    for name in ("bigbuckbunny", "bikes"):
+        shutil.copy(sample_videos[name], videos / f"{name}.mp4")
+    db_url = f"sqlite:///{data / 'mvp.sqlite'}"
+    res = subprocess.run([sys.executable, "-m", "app.cli", "synth", str(videos), "--data", str(data), "--db", db_url,
+                          "--per-video", "3", "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    Session = open_db(db_url, data)
+    with Session() as s:
+        for name, pw in PASSWORDS.items():
+            add_user(s, name, ROLES[name], pw)
+        s.commit()
+    _store_rollouts(Session)
+    (base / "secret.txt").write_text("TOP SECRET outside the data dir")
+    return data, db_url, base / "secret.txt", Session
+
+
+@pytest.fixture(scope="session")
+def web_app(web_data):
+    """`mvp serve` on a free port, as a user would start it."""
+    data, db_url, outside, Session = web_data
+    port = free_port()
+    log = open(data.parent / "serve.log", "w")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--data", str(data), "--db", db_url,
+                             "--host", "127.0.0.1", "--port", str(port)], cwd=ROOT, stdout=log,
+                            stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while True:
+        try:
+            urllib.request.urlopen(url + "/login", timeout=2)
+            break
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                log.flush()
+                raise RuntimeError("mvp serve did not start:\n" + (data.parent / "serve.log").read_text())
+            time.sleep(0.3)
+    yield WebApp(url, data, db_url, outside, Session)
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+    assert Path(CHROMIUM).exists(), "install Debian's chromium: apt-get install -y chromium"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def login(browser, app: WebApp, name: str, password: str | None = None, path: str = "/"):
+    """A fresh browser context logged in as `name`; returns (context, page) at `path`."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = ctx.new_page()
+    page.goto(app.url + path)
+    page.fill("#login-user", name)
+    page.fill("#login-password", password or PASSWORDS[name])
+    page.click("#login-submit")
+    return ctx, page
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)

@@ -1,0 +1,46 @@
+"""`mvp train` under torchrun with 2 CPU processes over gloo: the groups are split across the
+ranks, rewards are gathered before normalising, and one run directory is written."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from fixtures_grpo import ROOT, mvp_env
+from mvp_core.grpo.rundir import read_metrics, read_status
+
+TORCHRUN = Path(ROOT) / ".venv" / "bin" / "torchrun"
+
+
+@pytest.mark.slow
+def test_torchrun_two_processes_one_run_dir(grpo_settings, tmp_path):
+    run = tmp_path / "run"
+    cmd = [str(TORCHRUN), "--standalone", "--nproc_per_node", "2", "-m", "app.cli", "train",
+           *grpo_settings(max_steps=2, save_steps=2, max_completion_length=6)]
+    r = subprocess.run(cmd, cwd=ROOT, env=mvp_env(), capture_output=True, text=True, timeout=420)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "2 process(es) on cpu" in r.stdout
+
+    conf = yaml.safe_load((run / "config.yaml").read_text())
+    assert conf["run_info"]["world_size"] == 2
+    assert conf["run_info"]["puzzles_per_step"] == 4          # 2 puzzles (8 completions) per rank
+    rows = read_metrics(run)
+    assert [m["step"] for m in rows] == [1, 2]                 # written once, by rank 0
+    assert read_status(run)["state"] == "finished"
+    assert (run / "checkpoints" / "step_000002" / "model.safetensors").is_file()
+    assert {p.name for p in (run / "checkpoints" / "step_000002").glob("rng_rank*.pt")} == {
+        "rng_rank0.pt", "rng_rank1.pt"}
+    for step in (1, 2):
+        t = pq.read_table(run / "completions" / f"step_{step:06d}.parquet").to_pylist()
+        assert len(t) == 16 and {x["rank"] for x in t} == {0, 1}
+        by_rank = {k: {x["puzzle_id"] for x in t if x["rank"] == k} for k in (0, 1)}
+        # whole groups per rank: every puzzle's G=4 completions were sampled on one process
+        for pid in by_rank[0] | by_rank[1]:
+            g = [x for x in t if x["puzzle_id"] == pid]
+            assert len({x["rank"] for x in g}) == 1 and len(g) % 4 == 0
+            assert abs(sum(x["advantage"] for x in g)) < 1e-4
+        # metrics are over both ranks' samples
+        assert rows[step - 1]["reward"] == pytest.approx(sum(x["reward"] for x in t) / 16, abs=1e-6)

@@ -1,0 +1,156 @@
+"""End-to-end GRPO runs of the tiny Qwen2.5-VL on puzzles over real video frames: the run
+directory, exact resume after SIGTERM, `mvp train` as a process that SIGTERM stops cleanly."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pyarrow.parquet as pq
+import pytest
+import torch
+import yaml
+from safetensors.torch import load_file
+
+from fixtures_grpo import PYTHON, ROOT, mvp_env
+from mvp_core.grpo.config import load_config
+from mvp_core.grpo.loop import train
+from mvp_core.grpo.rundir import METRIC_FIELDS, read_metrics, read_status
+
+
+@pytest.fixture(autouse=True)
+def _threads(one_thread):
+    yield
+
+
+def _weights(run_dir, step):
+    return load_file(str(run_dir / "checkpoints" / f"step_{step:06d}" / "model.safetensors"))
+
+
+@pytest.mark.slow
+def test_run_directory_contents(grpo_settings, tmp_path, model_data):
+    cfg = load_config(None, grpo_settings(max_steps=3, save_steps=2, save_total_limit=0, beta=0.04))
+    summary = train(cfg)
+    run = tmp_path / "run"
+    assert summary["state"] == "finished" and summary["step"] == 3
+
+    conf = yaml.safe_load((run / "config.yaml").read_text())
+    info = conf["run_info"]
+    assert info["set"]["n_puzzles"] == len(model_data[1])
+    import hashlib
+    assert info["set"]["sha256"] == hashlib.sha256((model_data[0] / "puzzles.jsonl").read_bytes()).hexdigest()
+    assert conf["beta"] == 0.04 and conf["num_generations"] == 4
+    # config.yaml loads back as a config (run_info is ignored)
+    assert load_config(run / "config.yaml").max_steps == 3
+
+    rows = read_metrics(run)
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    for r in rows:
+        assert set(METRIC_FIELDS) <= set(r)
+        assert 0.0 <= r["reward"] <= 1.0 and r["completion_length"] > 0 and r["step_s"] > 0
+        assert r["kl"] >= 0.0 and r["entropy"] > 0
+    assert rows[0]["kl"] == pytest.approx(0.0, abs=1e-6)   # before the first update policy == reference
+    assert rows[2]["kl"] > 0.0                              # after two updates they differ
+
+    parts = sorted((run / "completions").glob("step_*.parquet"))
+    assert [p.name for p in parts] == ["step_000001.parquet", "step_000002.parquet", "step_000003.parquet"]
+    t = pq.read_table(parts[0]).to_pylist()
+    assert len(t) == 8                                      # 2 puzzles x G=4
+    assert {"step", "puzzle_id", "completion", "labels", "format", "selection", "order", "exact", "reward",
+            "advantage"} <= set(t[0])
+    # advantages are centred within each group
+    for pid in {r["puzzle_id"] for r in t}:
+        assert abs(sum(r["advantage"] for r in t if r["puzzle_id"] == pid)) < 1e-4
+
+    cps = sorted(p.name for p in (run / "checkpoints").iterdir())
+    assert cps == ["step_000002", "step_000003"]
+    last = run / "checkpoints" / "step_000003"
+    for f in ("model.safetensors", "config.json", "optimizer.pt", "scheduler.pt", "rng_rank0.pt",
+              "trainer_state.json", "tokenizer.json"):
+        assert (last / f).is_file(), f
+    assert "step 3" in (run / "stdout.log").read_text()
+    assert read_status(run)["state"] == "finished"
+    # a checkpoint is a loadable policy
+    from mvp_core.policy import load_policy
+    model, _ = load_policy(last)
+    assert torch.equal(model.state_dict()["lm_head.weight"], _weights(run, 3)["lm_head.weight"])
+
+
+@pytest.mark.slow
+def test_resume_after_sigterm_matches_uninterrupted(grpo_settings, tmp_path):
+    """10 steps straight vs. SIGTERM after step 6 + --resume: same step-10 weights."""
+    common = dict(max_steps=10, save_steps=5, save_total_limit=0, max_completion_length=6)
+    full = load_config(None, grpo_settings(tmp_path / "full", **common))
+    assert train(full)["state"] == "finished"
+
+    cut = load_config(None, grpo_settings(tmp_path / "cut", **common))
+
+    def sigterm_at_6(step, metrics):
+        if step == 6:
+            os.kill(os.getpid(), signal.SIGTERM)      # the real signal, the real handler
+    first = train(cut, on_step=sigterm_at_6)
+    assert first == {**first, "state": "stopped", "step": 6}
+    assert read_status(tmp_path / "cut")["state"] == "stopped"
+    assert (tmp_path / "cut" / "checkpoints" / "step_000006").is_dir()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL   # handlers restored after the run
+    second = train(cut, resume=True)
+    assert second["state"] == "finished" and second["step"] == 10
+
+    a, b = _weights(tmp_path / "full", 10), _weights(tmp_path / "cut", 10)
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.allclose(a[k], b[k], atol=1e-6, rtol=0), k
+    # and the weights did move: the comparison is not trivially true
+    assert not torch.equal(a["lm_head.weight"], _weights(tmp_path / "full", 5)["lm_head.weight"])
+    # metrics of the resumed run continue where the cut run stopped, identical to the full run's
+    ma, mb = read_metrics(tmp_path / "full"), read_metrics(tmp_path / "cut")
+    assert [r["step"] for r in mb] == list(range(1, 11))
+    assert [r["reward"] for r in ma] == [r["reward"] for r in mb]
+
+
+def test_fresh_run_refuses_existing_dir_and_resume_needs_one(grpo_settings, tmp_path):
+    from mvp_core.errors import UserError
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "config.yaml").write_text("max_steps: 1\n")
+    with pytest.raises(UserError, match="already holds a run"):
+        train(load_config(None, grpo_settings()))
+    with pytest.raises(UserError, match="no run to resume"):
+        train(load_config(None, grpo_settings(tmp_path / "other")), resume=True)
+
+
+def test_bad_puzzles_file_is_one_line_error(grpo_settings, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x"}\n')
+    r = subprocess.run([PYTHON, "-m", "app.cli", "train", *grpo_settings(puzzles=bad)], cwd=ROOT,
+                       env=mvp_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines()[-1].startswith("error: ") and "lacks" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.slow
+def test_cli_sigterm_saves_and_exits_cleanly(grpo_settings, tmp_path):
+    """`mvp train` as its own process (as the training page runs it): SIGTERM mid-run -> exit 0,
+    a checkpoint at the step it stopped at, status 'stopped'; --resume finishes the run."""
+    args = grpo_settings(max_steps=50, save_steps=100)
+    proc = subprocess.Popen([PYTHON, "-m", "app.cli", "train", *args], cwd=ROOT, env=mvp_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    run = tmp_path / "run"
+    deadline = time.time() + 240
+    while not read_metrics(run) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert read_metrics(run), proc.communicate()[0][-3000:]
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out[-3000:]
+    st = read_status(run)
+    assert st["state"] == "stopped" and 1 <= st["step"] < 50
+    assert (run / "checkpoints" / f"step_{st['step']:06d}" / "trainer_state.json").is_file()
+    assert "stopped by signal" in out
+    # resume the rest with a smaller max_steps so the test stays short
+    r = subprocess.run([PYTHON, "-m", "app.cli", "train", *grpo_settings(max_steps=st["step"] + 1, save_steps=100),
+                        "--resume"], cwd=ROOT, env=mvp_env(), capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert read_status(run)["state"] == "finished"
+    assert [m["step"] for m in read_metrics(run)] == list(range(1, st["step"] + 2))

@@ -1,0 +1,113 @@
+"""The training page in real Chromium: an admin launches a tiny-model run on a curated set, sees
+the first metric points, reloads the page and finds the run again, stops it, and the whole
+process group is gone; a curator is refused the page and its endpoints."""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from app.train_jobs import group_pids
+from fixtures_web import login, shot
+
+SET = "train-web-set"
+
+
+@pytest.fixture(scope="module")
+def train_ready(web_app):
+    """A curated set made of the app's synthesized puzzles and the tiny model at DATA/tiny-model
+    (the page's default model path)."""
+    from sqlalchemy import select
+
+    from db.models import Puzzle
+    from db.sets import list_sets, store_set
+    from mvp_core.tiny_model import build_tiny_model
+    with web_app.Session() as s:
+        if SET not in {x["name"] for x in list_sets(s)}:
+            lines = list(s.scalars(select(Puzzle.record_json).order_by(Puzzle.id)))
+            store_set(s, SET, lines, 0, 0, {"note": "test"})
+            s.commit()
+    build_tiny_model(web_app.data_dir / "tiny-model", seed=0)
+    return web_app
+
+
+def _state(page) -> dict:
+    el = page.locator("#train-state")
+    return {k: el.get_attribute(f"data-{k}") for k in ("state", "step", "pid", "pgid", "run")}
+
+
+def _wait_state(page, pred, timeout_s: float):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if page.locator("#train-state").count():
+            st = _state(page)
+            if pred(st):
+                return st
+        time.sleep(0.5)
+    raise AssertionError(f"timed out; last state {_state(page) if page.locator('#train-state').count() else None}")
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_admin_launches_watches_and_stops_a_run(train_ready, browser):
+    app = train_ready
+    ctx, page = login(browser, app, "ada", path="/train/")
+    try:
+        page.wait_for_selector("#train-launch", timeout=60000)
+        page.wait_for_function("document.querySelector('#train-model textarea, #train-model input')?.value.length > 0",
+                               timeout=30000)
+        assert "tiny-model" in page.locator("#train-model textarea, #train-model input").first.input_value()
+        page.locator("#train-max-steps input").fill("500")       # still running when we stop it
+        page.locator("#train-max-len input").fill("8")
+        page.click("#train-launch")
+        st = _wait_state(page, lambda s: s["state"] == "running", 60)
+        pid, pgid = int(st["pid"]), int(st["pgid"])
+        assert group_pids(pgid)                                  # the trainer is running ...
+        st = _wait_state(page, lambda s: int(s["step"] or 0) >= 1, 300)   # ... and logged a first step
+        rows = page.locator("#train-metrics-table tr")
+        assert rows.count() >= 2 and rows.nth(1).locator("td").first.inner_text() == "1"
+        page.wait_for_selector("#train-reward-plot canvas, #train-reward-plot svg", timeout=30000)
+        page.wait_for_function("document.querySelector('#train-log textarea').value.includes('step 1:')",
+                               timeout=30000)
+        shot(page, "train-running")
+
+        # a second launch is refused while the run is going
+        page.click("#train-launch")
+        page.wait_for_selector("text=already going", timeout=30000)
+
+        # reload: the page re-attaches to the same run
+        page.reload()
+        st2 = _wait_state(page, lambda s: s["state"] == "running", 60)
+        assert int(st2["pid"]) == pid
+
+        page.click("#train-stop")
+        _wait_state(page, lambda s: s["state"] in ("stopped", "finished", "died"), 120)
+        assert group_pids(pgid) == []                          # the whole tree is gone
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+        status = json.loads((app.data_dir / "train" / "active.json").read_text())
+        run_dir = status["run_dir"]
+        assert json.loads(open(os.path.join(run_dir, "status.json")).read())["state"] == "stopped"
+        assert any(n.startswith("step_") for n in os.listdir(os.path.join(run_dir, "checkpoints")))
+        shot(page, "train-stopped")
+    finally:
+        ctx.close()
+
+
+@pytest.mark.browser
+def test_curator_is_refused_page_and_endpoints(train_ready, browser):
+    app = train_ready
+    ctx, page = login(browser, app, "cora", path="/train/")
+    try:
+        resp = page.goto(app.url + "/train/")
+        assert resp.status in (401, 403)
+        assert "train-launch" not in page.content()
+        for path in ("/train/gradio_api/call/train_launch", "/train/gradio_api/call/train_stop"):
+            r = ctx.request.post(app.url + path, data={"data": []})
+            assert r.status in (401, 403), (path, r.status)
+        assert not (app.data_dir / "train" / "active.json").exists() or \
+            json.loads((app.data_dir / "train" / "active.json").read_text())["user"] != "cora"
+    finally:
+        ctx.close()

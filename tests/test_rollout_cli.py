@@ -1,0 +1,122 @@
+"""From a fresh directory: `mvp tiny-model`, `mvp synth` on a real sample video, `mvp rollout`
+(puzzles file and curated set, resumed) and `mvp eval` with the audit's baselines."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.cli import main
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+
+def mvp(capsys, *argv) -> tuple[int, str, str]:
+    capsys.readouterr()
+    rc = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def synth_dir(tmp_path_factory, sample_videos):
+    data = tmp_path_factory.mktemp("cli_data")
+    rc = main(["synth", str(sample_videos["bikes"]), "--data", str(data), "--per-video", "3", "--quiet"])
+    assert rc == 0 and (data / "puzzles.jsonl").is_file()
+    return data
+
+
+def test_tiny_model_rollout_eval_end_to_end(capsys, tmp_path, synth_dir):
+    model = tmp_path / "tiny"
+    rc, out, _ = mvp(capsys, "tiny-model", model)
+    assert rc == 0 and (model / "config.json").is_file() and (model / "model.safetensors").is_file()
+    n = len((synth_dir / "puzzles.jsonl").read_text().splitlines())
+    assert n >= 2
+    pq_out = tmp_path / "answers.parquet"
+    args = ["rollout", "--model", model, "--puzzles", synth_dir / "puzzles.jsonl", "--data", synth_dir,
+            "-G", 3, "--max-new-tokens", 10, "--batch-puzzles", 2, "--out", pq_out, "--threads", 1]
+    rc, out, _ = mvp(capsys, *args, "--limit", 1)
+    assert rc == 0 and f"3 new answers, 3 stored for 1 puzzles in {pq_out}" in out
+    assert "answers/s" in out
+    rc, out, _ = mvp(capsys, *args)                               # resumes: only the other puzzles
+    assert rc == 0 and f"{3 * (n - 1)} new answers, {3 * n} stored for {n} puzzles" in out
+    rc, out, _ = mvp(capsys, *args)
+    assert rc == 0 and out.startswith("0 new answers")
+
+    import pyarrow.parquet as pq
+    t = pq.read_table(pq_out).to_pylist()
+    assert len(t) == 3 * n and all(0 <= r["total"] <= 1 for r in t)
+    from db.engine import open_db
+    from db.models_runs import Rollout, Run
+    from sqlalchemy import func, select
+    Session = open_db(None, synth_dir)
+    with Session() as s:
+        assert s.get(Run, "rollout-tiny").status == "done"
+        assert s.scalar(select(func.count()).select_from(Rollout).where(Rollout.run_id == "rollout-tiny")) == 3 * n
+
+    # a curated set of the synthesized puzzles, run by name
+    from db.sets import store_set
+    lines = (synth_dir / "puzzles.jsonl").read_text().splitlines()
+    with Session() as s:
+        store_set(s, "cli-set", lines, 0, 2, {})
+        s.commit()
+    rc, out, _ = mvp(capsys, "rollout", "--model", model, "--set", "cli-set", "--data", synth_dir, "-G", 2,
+                     "--max-new-tokens", 8, "--run", "set-run")
+    assert rc == 0 and f"{2 * n} new answers" in out and "run 'set-run'" in out
+    assert (synth_dir / "rollouts" / "set-run.parquet").is_file()
+
+    report_path = tmp_path / "eval" / "report.json"
+    rc, out, err = mvp(capsys, "eval", "--model", model, "--set", "cli-set", "--data", synth_dir,
+                       "--max-new-tokens", 10, "--out", report_path)
+    assert rc == 0
+    rep = json.loads(report_path.read_text())
+    assert rep["n_puzzles"] == n and rep["systems"] == ["model", "random", "boundary", "histogram"]
+    assert "all" in rep["groups"] and any(g.startswith("kind:") for g in rep["groups"])
+    assert any(g.startswith("hardness:") for g in rep["groups"])
+    for g in rep["groups"].values():
+        for sysname in rep["systems"]:
+            assert all(0 <= g[sysname][k] <= 1 for k in ("total", "exact", "format", "selection", "order"))
+    md = report_path.with_suffix(".md").read_text()
+    assert md == out and "| all | " in md and "boundary" in md
+
+
+def test_bad_inputs_are_one_line_errors(capsys, tmp_path, synth_dir):
+    rc, _, err = mvp(capsys, "rollout", "--model", tmp_path / "nope", "--puzzles", synth_dir / "puzzles.jsonl",
+                     "--data", synth_dir, "--no-db")
+    assert rc == 2 and err.startswith("error:") and "not a directory" in err and "Traceback" not in err
+    rc, _, err = mvp(capsys, "eval", "--model", tmp_path, "--puzzles", tmp_path / "missing.jsonl")
+    assert rc == 2 and "does not exist" in err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1}\nnot json\n')
+    rc, _, err = mvp(capsys, "eval", "--model", tmp_path, "--puzzles", bad)
+    assert rc == 2 and "bad.jsonl:2: not JSON" in err
+    rc, _, err = mvp(capsys, "rollout", "--model", tmp_path, "--set", "no-such-set", "--data", synth_dir)
+    assert rc == 2 and "no curated set named 'no-such-set'" in err
+    rc, _, err = mvp(capsys, "rollout", "--model", tmp_path, "--puzzles", synth_dir / "puzzles.jsonl", "-G", 0)
+    assert rc == 2 and "-G must be at least 1" in err
+
+
+def test_bad_records_and_missing_frames_lose_nothing(capsys, tmp_path, synth_dir, tiny_model_dir):
+    recs = [json.loads(x) for x in (synth_dir / "puzzles.jsonl").read_text().splitlines()][:2]
+    notrec = tmp_path / "notrec.jsonl"
+    notrec.write_text('{"id": "x"}\n')
+    rc, _, err = mvp(capsys, "rollout", "--model", tiny_model_dir, "--puzzles", notrec, "--no-db")
+    assert rc == 2 and "puzzle 1 is not a puzzle record" in err
+    # the second puzzle points at a frame that is not in the store: the first one's answers are kept
+    broken = json.loads(json.dumps(recs))
+    good_uri = broken[1]["options"][0]["uri"]
+    broken[1]["options"][0]["uri"] = "frames/00/missing.jpg"
+    f = tmp_path / "p.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in broken))
+    out = tmp_path / "a.parquet"
+    args = ["rollout", "--model", tiny_model_dir, "--puzzles", f, "--data", synth_dir, "--no-db", "-G", 2,
+            "--max-new-tokens", 6, "--out", out]
+    rc, _, err = mvp(capsys, *args)
+    assert rc == 2 and f"puzzle {recs[1]['id']}: cannot build the model inputs" in err
+    assert "Traceback" not in err
+    import pyarrow.parquet as pq
+    assert pq.read_table(out)["puzzle_id"].to_pylist() == [recs[0]["id"]] * 2
+    broken[1]["options"][0]["uri"] = good_uri
+    f.write_text("".join(json.dumps(r) + "\n" for r in broken))
+    rc, out_text, _ = mvp(capsys, *args, "--video-mode")
+    assert rc == 0 and out_text.startswith("2 new answers, 4 stored for 2 puzzles")

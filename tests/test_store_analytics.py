@@ -1,0 +1,75 @@
+"""DuckDB analytics on both engines, checked against counts computed by hand from the same verdicts."""
+from __future__ import annotations
+
+from db import analytics, review
+from db.models_runs import Rollout, Run
+from db.sets import freeze_set
+from db.users import add_user
+
+
+def test_analytics_questions(store_db):
+    recs = sorted(store_db.records, key=lambda r: r["id"])
+    eng = store_db.engine
+    assert analytics.acceptance_by_kind(eng) == []          # nothing judged yet: empty, not an error
+    with store_db.Session() as s:
+        a = add_user(s, "a", "curator", "pw")[0].id
+        b = add_user(s, "b", "curator", "pw")[0].id
+        s.commit()
+        expected_rej: dict[str, int] = {}
+        for i, r in enumerate(recs):
+            review.submit_verdict(s, a, r["id"], "accept" if i % 3 else "reject", seconds=2.0 + i)
+            if i < 4:
+                review.submit_verdict(s, b, r["id"], "accept", seconds=3.0)
+        for r in recs[:5]:
+            d = next(o for o in r["options"] if o["kind"] != "target")
+            review.set_option_verdict(s, a, r["id"], d["label"], "reject", "near_duplicate")
+            expected_rej[d["kind"]] = expected_rej.get(d["kind"], 0) + 1
+        # an undone reject must not count
+        d = next(o for o in recs[6]["options"] if o["kind"] != "target")
+        review.set_option_verdict(s, a, recs[6]["id"], d["label"], "reject", "other")
+        review.undo_last(s, a)
+    rows = {r["kind"]: r for r in analytics.acceptance_by_kind(eng)}
+    judged: dict[str, int] = {}
+    for i, r in enumerate(recs):
+        for o in r["options"]:
+            if o["kind"] != "target":
+                judged[o["kind"]] = judged.get(o["kind"], 0) + (2 if i < 4 else 1)
+    assert {k: v["judged"] for k, v in rows.items()} == judged
+    assert {k: v["rejected"] for k, v in rows.items() if v["rejected"]} == expected_rej
+    assert rows["neighbor"]["top_reason"] in (None, "near_duplicate")
+
+    hard = analytics.acceptance_by_hardness(eng)
+    assert sum(h["judged"] for h in hard) == sum(judged.values()) and all(h["lo"] < h["hi"] for h in hard)
+
+    vids = analytics.acceptance_by_video(eng)
+    assert sum(v["verdicts"] for v in vids) == len(recs) + 4
+    n_acc = sum(1 for i in range(len(recs)) if i % 3) + 4
+    assert sum(v["accepted"] for v in vids) == n_acc
+
+    thr = {r["curator"]: r for r in analytics.curator_throughput(eng)}
+    assert thr["a"]["verdicts"] == len(recs) and thr["b"]["verdicts"] == 4 and thr["b"]["median_seconds"] == 3.0
+
+    ag = analytics.curator_agreement(eng)
+    assert len(ag) == 1 and ag[0]["common"] == 4
+    assert ag[0]["observed"] == sum(1 for i in range(4) if i % 3) / 4
+
+    # rollouts on a frozen set: labels are mapped through the set's (re-lettered) records
+    with store_db.Session() as s:
+        freeze_set(s, "s1", min_distractors=1)
+        s.add(Run(id="r1", name="r1", kind="rollout", model_path="m", set_name="s1", config={}, status="done"))
+        s.flush()
+        from db.sets import load_set
+        items = load_set(s, "s1")
+        want: dict[str, int] = {}
+        for i, rec in enumerate(items):
+            picks = [rec["options"][0]["label"], rec["options"][-1]["label"]]
+            for lab in picks:
+                k = next(o["kind"] for o in rec["options"] if o["label"] == lab)
+                want[k] = want.get(k, 0) + 1
+            s.add(Rollout(run_id="r1", checkpoint_id=None, puzzle_id=rec["id"], sample_index=0,
+                          completion=f"<think></think><answer>{', '.join(picks)}</answer>", chosen_labels=picks,
+                          format=1.0, selection=0.5, order=0.0, exact=0.0, total=0.25))
+        s.commit()
+    picks = {r["kind"]: r["picks"] for r in analytics.model_picks_by_kind(eng, run_id="r1")}
+    assert picks == want
+    assert abs(sum(r["share"] for r in analytics.model_picks_by_kind(eng)) - 1.0) < 1e-3

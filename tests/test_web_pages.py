@@ -1,0 +1,94 @@
+"""The researcher's and the admin's pages in Chromium: a video's rollouts with G answers and their
+rewards, the stats charts, and an admin adding a user who can then log in."""
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from fixtures_web import G, RUN_ID, login, shot
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def pick(page, elem_id: str, text: str) -> None:
+    """Choose an entry of a Gradio dropdown by (part of) its visible label."""
+    page.click(f"#{elem_id} input")
+    page.locator("li[role=option]", has_text=text).first.click()
+
+
+def test_researcher_sees_a_videos_rollouts(web_app, browser):
+    from db.models import Puzzle, Video
+    from db.models_runs import Rollout
+    ctx, page = login(browser, web_app, "rhea", path="/rollouts/")
+    page.wait_for_selector(".mvp-answer-row", timeout=30000)
+    with web_app.Session() as s:
+        vid, vpath = s.execute(select(Video.id, Video.path).where(Video.path.like("%bikes%"))).one()
+        pids = s.scalars(select(Puzzle.id).where(Puzzle.video_id == vid).order_by(Puzzle.id)).all()
+    pick(page, "ro-video", vpath.rsplit("/", 1)[-1])
+    page.wait_for_selector(f".mvp-rollouts h4:has-text('{pids[0]}')", timeout=15000)
+    pid = pids[-1]
+    pick(page, "ro-puzzle", pid)
+    page.wait_for_selector(f"#ro-left .mvp-rollouts h4:has-text('{pid}')", timeout=15000)
+    rows = page.locator("#ro-left .mvp-answer-row")
+    assert rows.count() == G
+    with web_app.Session() as s:
+        totals = [r.total for r in s.scalars(select(Rollout).where(
+            Rollout.run_id == RUN_ID, Rollout.checkpoint_id.is_(None), Rollout.puzzle_id == pid)
+            .order_by(Rollout.sample_index))]
+    shown = [float(rows.nth(i).locator(".mvp-total").inner_text()) for i in range(G)]
+    assert shown == pytest.approx(totals, abs=1e-3)
+    assert page.locator("#ro-left .mvp-seq img").count() >= G       # chosen frames as thumbnails
+    assert "random-weight" in page.inner_text("body")
+    # a second checkpoint side by side
+    pick(page, "ro-ckpt2", "step 5")
+    page.wait_for_selector("#ro-right .mvp-answer-row", timeout=15000)
+    assert page.locator("#ro-right .mvp-answer-row").count() == G
+    shot(page, "rollouts")
+    ctx.close()
+
+
+def test_zero_variance_group_is_flagged(web_app, browser):
+    from db.models import Puzzle, Video
+    with web_app.Session() as s:
+        first = s.scalars(select(Puzzle.id).order_by(Puzzle.id)).first()      # its base answers are identical
+        vpath = s.scalar(select(Video.path).join(Puzzle, Puzzle.video_id == Video.id).where(Puzzle.id == first))
+    ctx, page = login(browser, web_app, "rhea", path="/rollouts/")
+    page.wait_for_selector(".mvp-answer-row", timeout=30000)
+    pick(page, "ro-video", vpath.rsplit("/", 1)[-1])
+    pick(page, "ro-puzzle", first)
+    page.wait_for_selector("#ro-left [data-zero-variance]", timeout=15000)
+    assert "ZERO VARIANCE" in page.input_value("#ro-puzzle input")
+    shot(page, "rollouts_zero_variance")
+    ctx.close()
+
+
+def test_stats_page_renders_charts(web_app, browser):
+    ctx, page = login(browser, web_app, "rhea", path="/stats/")
+    page.wait_for_selector("#stats-status", timeout=30000)
+    page.wait_for_function("() => /target/.test(document.querySelector('#stats-model_picks_by_kind').innerText)",
+                           timeout=30000)
+    page.wait_for_selector("#stats-status svg, #stats-status canvas", timeout=30000)
+    page.wait_for_timeout(500)
+    shot(page, "stats")
+    page.click("#nav-train")                                   # the trainer's page, mounted for researchers
+    page.wait_for_selector("#train-state", timeout=30000)
+    assert "rhea (researcher)" in page.inner_text(".mvp-nav")
+    shot(page, "train")
+    ctx.close()
+
+
+def test_admin_adds_a_user_who_can_log_in(web_app, browser):
+    ctx, page = login(browser, web_app, "ada", path="/admin/")
+    page.wait_for_selector("#admin-users", timeout=30000)
+    page.fill("#admin-name input, #admin-name textarea", "newbie")
+    pick(page, "admin-role", "researcher")
+    page.fill("#admin-password input", "newbie-pass-1")
+    page.click("#admin-add")
+    page.wait_for_selector("#admin-msg:has-text('added newbie')", timeout=15000)
+    assert "newbie" in page.inner_text("#admin-users")
+    shot(page, "admin")
+    ctx.close()
+    ctx, page = login(browser, web_app, "newbie", "newbie-pass-1", path="/rollouts/")
+    page.wait_for_selector(".mvp-answer-row", timeout=30000)
+    assert "newbie (researcher)" in page.inner_text(".mvp-nav")
+    ctx.close()
