@@ -14,7 +14,8 @@ from mvp_core.errors import UserError
 def register(sub) -> None:
     p = sub.add_parser("train", help="GRPO post-training on a curated set",
                        description="GRPO post-training. Settings: a YAML file, then key=value overrides "
-                                   "(see --print-config for every key with its documentation).")
+                                   "(see --print-config for every key with its documentation). Put --options "
+                                   "before CONFIG or after all key=value settings, not between them.")
     p.add_argument("config", nargs="?", help="YAML config file (optional when every setting is given as key=value)")
     p.add_argument("overrides", nargs="*", help="key=value settings that override the file, e.g. max_steps=10")
     p.add_argument("--resume", action="store_true", help="continue the run in output_dir from its latest checkpoint")

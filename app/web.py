@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
+import gradio as gr
 from fastapi import FastAPI, Form, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -48,7 +49,6 @@ def _train_builder():
         return None
 
     def build(ctx: WebContext):
-        import gradio as gr
         from app.web_common import nav_html
         def nav_fn(request: gr.Request):
             return nav_html(ctx, request.username, "train")
@@ -87,7 +87,6 @@ def _safe_next(url: str) -> str:
 
 def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_cookies: bool = False):
     """The FastAPI app serving everything. `data_dir` is the only directory files are served from."""
-    import gradio as gr
 
     from app.web_files import PathRefused, safe_path, thumbnail
     from db.engine import open_db

@@ -5,11 +5,16 @@ Data: 100k synthetic puzzles (7 options, 5 distractors), 20 curators; two curato
 and reject each distractor with probability 0.5 (1,000,000 option-verdict events), plus 100k
 rollouts. Written straight into the history table (what the review API appends).
 
-Usage: .venv/bin/python bench/store_analytics.py [--engines sqlite] [--puzzles 100000]"""
+`--baseline FILE` (a copy of an older db/analytics.py) times its questions side by side, alternating
+call by call with the current module on the same database (each module keeps its own DuckDB cache).
+
+Usage: .venv/bin/python bench/store_analytics.py [--engines sqlite] [--puzzles 100000]
+       [--baseline /tmp/analytics_before.py]"""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -55,7 +60,21 @@ def fill(eng, n: int) -> None:
                                      "selection": 0.5, "order": 0.0, "exact": 0.0, "total": 0.25} for pid in ids])
 
 
-def run(kind: str, n: int) -> list[dict]:
+def _load(path: str):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("analytics_baseline", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _timed(fn, *a):
+    t = time.perf_counter()
+    out = fn(*a)
+    return time.perf_counter() - t, out
+
+
+def run(kind: str, n: int, baseline: str | None = None) -> list[dict]:
     from bench.store_common import scratch_db
     from db import analytics
     from db.engine import make_engine
@@ -68,38 +87,48 @@ def run(kind: str, n: int) -> list[dict]:
         with eng.connect() as c:
             n_ov = c.scalar(text("SELECT count(*) FROM verdict_events WHERE label IS NOT NULL"))
         print(f"{kind}: filled {n_ov} option verdict events in {time.perf_counter() - t:.1f}s", flush=True)
-        t = time.perf_counter()
-        analytics.acceptance_by_kind(eng)
-        cold = time.perf_counter() - t
-        print(f"{kind}: cold first call (pull everything) {cold:.2f}s", flush=True)
-        for name, fn in analytics.QUESTIONS.items():
-            warm = []
+        mods = {"new": analytics} | ({"baseline": _load(baseline)} if baseline else {})
+        for tag, mod in mods.items():
+            cold, _ = _timed(mod.acceptance_by_kind, eng)
+            print(f"{kind}: {tag}: cold first call (pull everything) {cold:.2f}s", flush=True)
+        for name in analytics.QUESTIONS:
+            warm = {tag: [] for tag in mods}
+            rows = {}
             for _ in range(3):
-                t = time.perf_counter()
-                rows = fn(eng)
-                warm.append(time.perf_counter() - t)
+                for tag, mod in mods.items():
+                    dt, rows[tag] = _timed(mod.QUESTIONS[name], eng)
+                    warm[tag].append(dt)
             with eng.begin() as c:   # 1,000 new events, then the incremental call
                 c.execute(insert(VerdictEvent), [{"user_id": 1, "puzzle_id": f"p{i:019d}", "label": None,
                                                   "action": "set", "before": None,
                                                   "after": {"verdict": "accept", "reason": "", "seconds": 3.0}}
                                                  for i in range(1000)])
-            t = time.perf_counter()
-            fn(eng)
-            inc = time.perf_counter() - t
-            r = {"engine": kind, "question": name, "rows": len(rows), "warm_median_s": round(sorted(warm)[1], 3),
-                 "after_1k_new_s": round(inc, 3), "option_verdicts": n_ov}
+            inc = {tag: _timed(mod.QUESTIONS[name], eng) for tag, mod in mods.items()}
+            r = {"engine": kind, "question": name, "rows": len(rows["new"]),
+                 "warm_median_s": round(sorted(warm["new"])[1], 3), "after_1k_new_s": round(inc["new"][0], 3),
+                 "option_verdicts": n_ov, "load": round(os.getloadavg()[0], 1)}
+            if baseline:
+                r["baseline_warm_median_s"] = round(sorted(warm["baseline"])[1], 3)
+                r["baseline_after_1k_new_s"] = round(inc["baseline"][0], 3)
+                r["same_rows"] = _norm(inc["new"][1]) == _norm(inc["baseline"][1])
             out.append(r)
             print(json.dumps(r), flush=True)
         eng.dispose()
     return out
 
 
+def _norm(rows: list[dict]) -> list:
+    """Rows compared across implementations: floats rounded (sums in a different order)."""
+    return [{k: round(float(v), 3) if isinstance(v, float) else v for k, v in r.items()} for r in rows]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--engines", default="sqlite")
     ap.add_argument("--puzzles", type=int, default=100_000)
+    ap.add_argument("--baseline", default=None, help="an older db/analytics.py to time side by side")
     a = ap.parse_args()
-    res = [r for kind in a.engines.split(",") for r in run(kind, a.puzzles)]
+    res = [r for kind in a.engines.split(",") for r in run(kind, a.puzzles, a.baseline)]
     ok = all(r["warm_median_s"] < 1 and r["after_1k_new_s"] < 1 for r in res)
     print("PASS (< 1 s each)" if ok else "FAIL")
     return 0 if ok else 1

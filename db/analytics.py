@@ -5,7 +5,11 @@ Speed: the pulled tables are append-only or insert-only (options, puzzles, the v
 rollouts, set items), so a per-database cache pulls only rows past its last id on each call, and the
 current verdicts are re-derived in DuckDB from the history (the last event per curator and puzzle or
 option; an undo's event carries the restored state). The first call in a process pulls everything;
-later calls pull the new rows only. DuckDB's json and core functions are built in: no extensions."""
+later calls pull the new rows only. DuckDB's json and core functions are built in: no extensions.
+
+Puzzles are keyed in DuckDB by `pk = hash(puzzle_id)` (64-bit), computed once when rows are pulled:
+every question joins on integers instead of 20-character ids (collision odds ~n^2/2^65, about 3e-10
+at 100k puzzles)."""
 from __future__ import annotations
 
 import json
@@ -51,22 +55,31 @@ class _Cache:
         self.cursor = {"options": 0, "events": 0, "rollouts": 0, "set_items": 0}
         self.n_puzzles = -1
         self.tables: set[str] = set()
-        self.db.execute('CREATE TABLE pv (user_id BIGINT, puzzle_id VARCHAR, verdict VARCHAR, "seconds" DOUBLE, '
+        self.db.execute('CREATE TABLE pv (user_id BIGINT, pk UBIGINT, verdict VARCHAR, "seconds" DOUBLE, '
                         'created_at TIMESTAMP)')
-        self.db.execute("CREATE TABLE ov (user_id BIGINT, puzzle_id VARCHAR, label VARCHAR, verdict VARCHAR, "
-                        "reason_code VARCHAR)")
+        # ov carries its option's kind and difficulty (options never change), so the reject rows need
+        # no join with options; okind = distractors per (puzzle, kind), grown with each options batch.
+        self.db.execute("CREATE TABLE ov (user_id BIGINT, pk UBIGINT, label VARCHAR, verdict VARCHAR, "
+                        "reason_code VARCHAR, kind VARCHAR, difficulty DOUBLE)")
+        self.db.execute("CREATE TABLE options (id BIGINT, pk UBIGINT, label VARCHAR, kind VARCHAR, "
+                        "difficulty DOUBLE, source_video_id VARCHAR)")
+        self.db.execute("CREATE TABLE okind (pk UBIGINT, kind VARCHAR, n BIGINT)")
 
     def refresh(self) -> None:
         with self.lock, self.engine.connect() as conn:
             self._pull(conn, "options", Option.id,
                        select(Option.id, Option.puzzle_id, Option.label, Option.kind, Option.difficulty,
                               Option.source_video_id),
-                       ["id", "puzzle_id", "label", "kind", "difficulty", "source_video_id"])
-            # JSON and timestamps come as text (no per-row Python parsing); DuckDB parses them.
+                       ["id", "puzzle_id", "label", "kind", "difficulty", "source_video_id"], self._options)
+            # The database extracts the JSON fields (C, and three short strings move faster through the
+            # driver and Arrow than the JSON text); timestamps come as text and DuckDB parses them.
+            after = VerdictEvent.after
             self._pull(conn, "events", VerdictEvent.id,
                        select(VerdictEvent.id, VerdictEvent.user_id, VerdictEvent.puzzle_id, VerdictEvent.label,
-                              cast(VerdictEvent.after, Text), cast(VerdictEvent.created_at, Text)),
-                       ["id", "user_id", "puzzle_id", "label", "after", "created_at"], self._events)
+                              after["verdict"].as_string(), after["reason_code"].as_string(),
+                              after["seconds"].as_float(), cast(VerdictEvent.created_at, Text)),
+                       ["id", "user_id", "puzzle_id", "label", "verdict", "reason_code", "seconds", "created_at"],
+                       self._events)
             self._pull(conn, "rollouts", Rollout.id,
                        select(Rollout.id, Rollout.run_id, Rollout.puzzle_id, cast(Rollout.chosen_labels, Text),
                               Rollout.total, Rollout.exact),
@@ -74,7 +87,10 @@ class _Cache:
             self._pull_set_items(conn)
             n = conn.scalar(select(func.count()).select_from(Puzzle))
             if n != self.n_puzzles:   # puzzles are only ever added; re-pull the small id->video map
-                self._replace("puzzles", _arrow(conn, select(Puzzle.id, Puzzle.video_id), ["id", "video_id"]))
+                self.db.register("_delta", _arrow(conn, select(Puzzle.id, Puzzle.video_id), ["id", "video_id"]))
+                self.db.execute("CREATE OR REPLACE TABLE puzzles AS SELECT hash(id) AS pk, video_id FROM _delta")
+                self.db.unregister("_delta")
+                self.tables.add("puzzles")
                 self.n_puzzles = n
             self._replace("users", _arrow(conn, select(User.id, User.name), ["id", "name"]))
             self._replace("runs", _arrow(conn, select(Run.id, Run.set_name), ["id", "set_name"]))
@@ -106,27 +122,39 @@ class _Cache:
         finally:
             self.db.unregister("_delta")
 
+    def _options(self) -> None:
+        self.db.execute("""INSERT INTO options SELECT id, hash(puzzle_id), label, kind, difficulty, source_video_id
+                           FROM _delta""")
+        self.db.execute("""INSERT INTO okind SELECT hash(puzzle_id), kind, count(*) FROM _delta
+                           WHERE kind <> 'target' GROUP BY ALL""")
+        # an option verdict pulled before its option (both written between two of our pulls) gets its
+        # kind now
+        self.db.execute("""UPDATE ov SET kind = o.kind, difficulty = o.difficulty FROM options o
+                           WHERE ov.kind IS NULL AND o.pk = ov.pk AND o.label = ov.label""")
+        self.tables.add("options")
+
     def _events(self) -> None:
         """Apply a batch of history events: the last event per key replaces the current verdict."""
         self.db.execute("""CREATE OR REPLACE TEMP TABLE _ev AS
-            SELECT id, user_id, puzzle_id, label, TRY_CAST(created_at AS TIMESTAMP) AS created_at,
-                   json_extract_string("after", '$.verdict') AS verdict,
-                   json_extract_string("after", '$.reason_code') AS reason_code,
-                   TRY_CAST(json_extract("after", '$.seconds') AS DOUBLE) AS "seconds"
+            SELECT id, user_id, hash(puzzle_id) AS pk, label, TRY_CAST(created_at AS TIMESTAMP) AS created_at,
+                   CAST(verdict AS VARCHAR) AS verdict, CAST(reason_code AS VARCHAR) AS reason_code,
+                   TRY_CAST("seconds" AS DOUBLE) AS "seconds"
             FROM _delta
-            QUALIFY row_number() OVER (PARTITION BY user_id, puzzle_id, label ORDER BY id DESC) = 1""")
+            QUALIFY row_number() OVER (PARTITION BY user_id, pk, label ORDER BY id DESC) = 1""")
         self.db.execute("""DELETE FROM pv USING _ev WHERE _ev.label IS NULL
-                           AND pv.user_id = _ev.user_id AND pv.puzzle_id = _ev.puzzle_id""")
-        self.db.execute("""INSERT INTO pv SELECT user_id, puzzle_id, verdict, "seconds", created_at FROM _ev
+                           AND pv.user_id = _ev.user_id AND pv.pk = _ev.pk""")
+        self.db.execute("""INSERT INTO pv SELECT user_id, pk, verdict, "seconds", created_at FROM _ev
                            WHERE label IS NULL AND verdict IS NOT NULL""")
         self.db.execute("""DELETE FROM ov USING _ev WHERE _ev.label IS NOT NULL AND ov.user_id = _ev.user_id
-                           AND ov.puzzle_id = _ev.puzzle_id AND ov.label = _ev.label""")
-        self.db.execute("""INSERT INTO ov SELECT user_id, puzzle_id, label, verdict, reason_code FROM _ev
-                           WHERE label IS NOT NULL AND verdict IS NOT NULL""")
+                           AND ov.pk = _ev.pk AND ov.label = _ev.label""")
+        self.db.execute("""INSERT INTO ov SELECT e.user_id, e.pk, e.label, e.verdict, e.reason_code, o.kind,
+                                  o.difficulty
+                           FROM _ev e LEFT JOIN options o ON o.pk = e.pk AND o.label = e.label
+                           WHERE e.label IS NOT NULL AND e.verdict IS NOT NULL""")
         self.db.execute("DROP TABLE _ev")
 
     def _rollouts(self) -> None:
-        self._append("rollouts", """SELECT id, run_id, puzzle_id, total, exact,
+        self._append("rollouts", """SELECT id, run_id, hash(puzzle_id) AS pk, total, exact,
                    CAST(json_extract_string(chosen, '$[*]') AS VARCHAR[]) AS chosen FROM _delta""")
 
     def _pull_set_items(self, conn) -> None:
@@ -145,7 +173,7 @@ class _Cache:
                 out["label"].append(o["label"])
                 out["kind"].append(o["kind"])
         self.db.register("_delta", pa.table(out))
-        self._append("set_options", "SELECT * FROM _delta")
+        self._append("set_options", "SELECT set_name, hash(puzzle_id) AS pk, label, kind FROM _delta")
         self.db.unregister("_delta")
 
     def query(self, sql: str, params: list | None = None) -> list[dict]:
@@ -170,14 +198,14 @@ def _cache(engine: Engine) -> _Cache:
 
 
 # Distractor judgments: every decisive puzzle verdict judges each distractor of its puzzle; it is
-# "rejected" when the same curator rejected that option, else kept.
-_JUDGED = """
-    WITH judged AS (
-      SELECT o.kind, o.difficulty, o.source_video_id, pv.puzzle_id, pv.user_id,
-             (ov.verdict = 'reject') IS TRUE AS rejected, ov.reason_code
-      FROM pv JOIN options o ON o.puzzle_id = pv.puzzle_id AND o.kind <> 'target'
-      LEFT JOIN ov ON ov.puzzle_id = pv.puzzle_id AND ov.user_id = pv.user_id AND ov.label = o.label
-      WHERE pv.verdict IN ('accept', 'reject'))
+# "rejected" when the same curator rejected that option, else kept. Never materialised: `judged`
+# counts come from (decisive verdicts per puzzle) x (distractors per puzzle and kind/bin/video), and
+# only the reject rows (an option verdict whose curator's puzzle verdict is decisive) are joined.
+_DEC_REJ = """
+    WITH dec AS (SELECT pk, count(*) AS n FROM pv WHERE verdict IN ('accept', 'reject') GROUP BY pk),
+    rej AS (SELECT kind, difficulty, pk, reason_code FROM ov
+            WHERE verdict = 'reject' AND kind <> 'target' AND (pk, user_id) IN
+                  (SELECT pk, user_id FROM pv WHERE verdict IN ('accept', 'reject')))
 """
 
 
@@ -185,11 +213,13 @@ def acceptance_by_kind(engine: Engine) -> list[dict]:
     """Per distractor kind: distractor judgments, rejects, keep rate, and the most common reject reason."""
     if not _has_options(c := _cache(engine)):
         return []
-    return c.query(_JUDGED + """
-        SELECT kind, count(*) AS judged, sum(rejected::INT) AS rejected,
-               round(1 - avg(rejected::INT), 4) AS keep_rate,
-               mode(reason_code) FILTER (WHERE rejected) AS top_reason
-        FROM judged GROUP BY kind ORDER BY kind""")
+    return c.query(_DEC_REJ + """
+        , j AS (SELECT k.kind, sum(k.n * dec.n) AS judged FROM okind k JOIN dec ON dec.pk = k.pk
+                GROUP BY k.kind),
+        r AS (SELECT kind, count(*) AS rejected, mode(reason_code) AS top_reason FROM rej GROUP BY kind)
+        SELECT j.kind, j.judged, coalesce(r.rejected, 0) AS rejected,
+               round(1 - coalesce(r.rejected, 0)::DOUBLE / j.judged, 4) AS keep_rate, r.top_reason
+        FROM j LEFT JOIN r ON r.kind = j.kind ORDER BY j.kind""")
 
 
 def acceptance_by_hardness(engine: Engine, bins: tuple = HARDNESS_BINS) -> list[dict]:
@@ -197,11 +227,16 @@ def acceptance_by_hardness(engine: Engine, bins: tuple = HARDNESS_BINS) -> list[
     if not _has_options(c := _cache(engine)):
         return []
     edges = list(bins)
-    return c.query(_JUDGED + """
-        , b AS (SELECT *, list_position(list_transform(?::DOUBLE[], lambda e: difficulty < e), true) AS bin
-                FROM judged)
-        SELECT (?::DOUBLE[])[bin - 1] AS lo, (?::DOUBLE[])[bin] AS hi, count(*) AS judged,
-               sum(rejected::INT) AS rejected, round(1 - avg(rejected::INT), 4) AS keep_rate
+    # aggregate by difficulty value first, then bin the (few) distinct values
+    return c.query(_DEC_REJ + """
+        , j AS (SELECT o.difficulty, sum(dec.n) AS judged FROM options o JOIN dec ON dec.pk = o.pk
+                WHERE o.kind <> 'target' GROUP BY o.difficulty),
+        r AS (SELECT difficulty, count(*) AS rejected FROM rej GROUP BY difficulty),
+        b AS (SELECT j.judged, coalesce(r.rejected, 0) AS rejected,
+                     list_position(list_transform(?::DOUBLE[], lambda e: j.difficulty < e), true) AS bin
+              FROM j LEFT JOIN r ON r.difficulty = j.difficulty)
+        SELECT (?::DOUBLE[])[bin - 1] AS lo, (?::DOUBLE[])[bin] AS hi, sum(judged) AS judged,
+               sum(rejected) AS rejected, round(1 - sum(rejected)::DOUBLE / sum(judged), 4) AS keep_rate
         FROM b WHERE bin > 1 GROUP BY bin ORDER BY bin""", [edges, edges, edges])
 
 
@@ -209,13 +244,16 @@ def acceptance_by_video(engine: Engine) -> list[dict]:
     """Per source video: decisive puzzle verdicts, accept rate, and distractor keep rate."""
     if not _has_options(c := _cache(engine)):
         return []
-    return c.query(_JUDGED + """
-        , d AS (SELECT p.video_id, avg((NOT rejected)::INT) AS keep_rate FROM judged
-                JOIN puzzles p ON p.id = judged.puzzle_id GROUP BY p.video_id)
+    return c.query(_DEC_REJ + """
+        , j AS (SELECT p.video_id, sum(dec.n * k.n) AS judged FROM dec JOIN okind k ON k.pk = dec.pk
+              JOIN puzzles p ON p.pk = dec.pk GROUP BY p.video_id),
+        r AS (SELECT p.video_id, count(*) AS rejected FROM rej JOIN puzzles p ON p.pk = rej.pk GROUP BY p.video_id),
+        d AS (SELECT j.video_id, 1 - coalesce(r.rejected, 0)::DOUBLE / j.judged AS keep_rate
+              FROM j LEFT JOIN r ON r.video_id = j.video_id)
         SELECT p.video_id, count(*) AS verdicts, sum((pv.verdict = 'accept')::INT) AS accepted,
                round(avg((pv.verdict = 'accept')::INT), 4) AS accept_rate, round(any_value(d.keep_rate), 4)
                AS distractor_keep_rate
-        FROM pv JOIN puzzles p ON p.id = pv.puzzle_id LEFT JOIN d ON d.video_id = p.video_id
+        FROM pv JOIN puzzles p ON p.pk = pv.pk LEFT JOIN d ON d.video_id = p.video_id
         WHERE pv.verdict IN ('accept', 'reject') GROUP BY p.video_id ORDER BY verdicts DESC""")
 
 
@@ -233,10 +271,10 @@ def curator_agreement(engine: Engine) -> list[dict]:
     """Per pair of curators: puzzles both judged (accept/reject), observed agreement, Cohen's kappa."""
     c = _cache(engine)
     return c.query("""
-        WITH d AS (SELECT user_id, puzzle_id, (verdict = 'accept')::INT AS acc FROM pv
+        WITH d AS (SELECT user_id, pk, (verdict = 'accept')::INT AS acc FROM pv
                    WHERE verdict IN ('accept', 'reject')),
         pairs AS (SELECT a.user_id AS ua, b.user_id AS ub, a.acc AS x, b.acc AS y
-                  FROM d a JOIN d b ON a.puzzle_id = b.puzzle_id AND a.user_id < b.user_id),
+                  FROM d a JOIN d b ON a.pk = b.pk AND a.user_id < b.user_id),
         s AS (SELECT ua, ub, count(*) AS n, avg((x = y)::INT) AS p_o,
                      avg(x) * avg(y) + (1 - avg(x)) * (1 - avg(y)) AS p_e FROM pairs GROUP BY ua, ub)
         SELECT u1.name AS a, u2.name AS b, n AS common, round(p_o, 4) AS observed,
@@ -251,16 +289,16 @@ def model_picks_by_kind(engine: Engine, run_id: str | None = None) -> list[dict]
     if "rollouts" not in c.tables or "options" not in c.tables:
         return []
     has_sets = "set_options" in c.tables
-    set_join = ("LEFT JOIN set_options so ON so.set_name = r.set_name AND so.puzzle_id = r.puzzle_id "
+    set_join = ("LEFT JOIN set_options so ON so.set_name = r.set_name AND so.pk = r.pk "
                 "AND so.label = r.label") if has_sets else ""
     kind = "coalesce(so.kind, o.kind)" if has_sets else "o.kind"
     return c.query(f"""
-        WITH r AS (SELECT ro.id, ro.puzzle_id, runs.set_name, unnest(ro.chosen) AS label
+        WITH r AS (SELECT ro.id, ro.pk, runs.set_name, unnest(ro.chosen) AS label
                    FROM rollouts ro JOIN runs ON runs.id = ro.run_id WHERE ? IS NULL OR ro.run_id = ?),
         picks AS (SELECT {kind} AS kind FROM r
-                  LEFT JOIN options o ON o.puzzle_id = r.puzzle_id AND o.label = r.label {set_join}),
-        offered AS (SELECT o.kind, count(*) AS n FROM (SELECT DISTINCT puzzle_id FROM rollouts
-                    WHERE ? IS NULL OR run_id = ?) q JOIN options o ON o.puzzle_id = q.puzzle_id GROUP BY o.kind)
+                  LEFT JOIN options o ON o.pk = r.pk AND o.label = r.label {set_join}),
+        offered AS (SELECT o.kind, count(*) AS n FROM (SELECT DISTINCT pk FROM rollouts
+                    WHERE ? IS NULL OR run_id = ?) q JOIN options o ON o.pk = q.pk GROUP BY o.kind)
         SELECT coalesce(p.kind, 'unknown') AS kind, count(*) AS picks,
                round(count(*) / sum(count(*)) OVER (), 4) AS share, any_value(offered.n) AS offered_options
         FROM picks p LEFT JOIN offered ON offered.kind = p.kind GROUP BY ALL ORDER BY picks DESC""",

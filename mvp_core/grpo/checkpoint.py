@@ -66,8 +66,13 @@ def read_trainer_state(ckpt_dir: Path) -> dict:
     return json.loads((Path(ckpt_dir) / "trainer_state.json").read_text())
 
 
-def load_optimizer_state(ckpt_dir: Path, optimizer, scheduler) -> None:
-    optimizer.load_state_dict(torch.load(Path(ckpt_dir) / "optimizer.pt", map_location="cpu", weights_only=False))
+def load_optimizer_state(ckpt_dir: Path, optimizer, scheduler, load_full=None) -> None:
+    """`load_full(state)` loads a full FQN-keyed state saved under FSDP (distributed.py)."""
+    state = torch.load(Path(ckpt_dir) / "optimizer.pt", map_location="cpu", weights_only=False)
+    if load_full is not None:
+        load_full(state)
+    else:
+        optimizer.load_state_dict(state)
     scheduler.load_state_dict(torch.load(Path(ckpt_dir) / "scheduler.pt", weights_only=False))
 
 

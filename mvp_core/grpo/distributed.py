@@ -108,19 +108,46 @@ def wrap_model(model, info: DistInfo, fsdp: bool):
         return model
     if fsdp:
         from torch.distributed.fsdp import fully_shard
-        layers = _decoder_layers(model)
-        for layer in layers:
-            fully_shard(layer)
+        # Units: every decoder layer, the vision tower (generate reaches it outside the root's
+        # forward, so it must unshard itself), then the root for what is left.
+        for unit in _decoder_layers(model) + _visual(model):
+            fully_shard(unit)
         fully_shard(model)
+        # Initialise from the root now: generate() may call a child unit first, which would
+        # otherwise make that child a root of its own.
+        model._get_fsdp_state()._lazy_init()
         return model
     from torch.nn.parallel import DistributedDataParallel as DDP
     ids = [info.device.index] if info.device.type == "cuda" else None
     return DDP(model, device_ids=ids)
 
 
+def gathered_for_generate(model):
+    """Context for `generate` under FSDP: all parameters unsharded for the whole decode (one
+    all-gather, not one per token), resharded afterwards. A no-op for DDP / one process."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def ctx():
+        fsdp = hasattr(model, "unshard") and hasattr(model, "reshard")
+        units = [m for m in model.modules() if hasattr(m, "unshard") and hasattr(m, "reshard")] if fsdp else []
+        for m in units:
+            m.unshard()
+        try:
+            yield
+        finally:
+            for m in units:
+                m.reshard()
+    return ctx()
+
+
 def unwrap(model):
     return model.module if hasattr(model, "module") and isinstance(
         model, torch.nn.parallel.DistributedDataParallel) else model
+
+
+def _visual(model) -> list:
+    return [m for name, m in model.named_modules() if name.endswith("visual") and hasattr(m, "blocks")]
 
 
 def _decoder_layers(model) -> list:
@@ -139,7 +166,8 @@ def full_state_dict(model, optimizer, info: DistInfo, fsdp: bool):
     return get_state_dict(model, optimizer, options=opts)
 
 
-def load_full_state(model, optimizer, model_state: dict, optim_state: dict, info: DistInfo) -> None:
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_state_dict
-    opts = StateDictOptions(full_state_dict=True, broadcast_from_rank0=False)
-    set_state_dict(model, optimizer, model_state_dict=model_state, optim_state_dict=optim_state, options=opts)
+def load_optimizer_full_state(model, optimizer, optim_state: dict) -> None:
+    """FSDP resume: the checkpoint's full (FQN-keyed) optimizer state, sharded onto this rank."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+    set_optimizer_state_dict(model, optimizer, optim_state,
+                             options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=False))

@@ -92,7 +92,8 @@ def _train(cfg: GRPOConfig, resume: bool, on_step, info: D.DistInfo, stop: StopF
     train_model = D.wrap_model(model, info, cfg.fsdp)
     optimizer, scheduler = make_optimizer(train_model, cfg)
     if ckpt is not None:
-        checkpoint.load_optimizer_state(ckpt, optimizer, scheduler)
+        full = (lambda st: D.load_optimizer_full_state(train_model, optimizer, st)) if (cfg.fsdp and info.enabled) else None
+        checkpoint.load_optimizer_state(ckpt, optimizer, scheduler, full)
     # Sampling differs across ranks; restored exactly on resume.
     torch.manual_seed(cfg.seed * 1000 + info.rank)
     if ckpt is not None and not checkpoint.load_rng(ckpt, info.rank):
@@ -229,7 +230,7 @@ def generate(ctx: StepContext, seq_encs: list[dict]) -> list[torch.Tensor]:
     batch = batching.collate(seq_encs, None, ctx.pad_id, ctx.info.device)
     batch.pop("completion_mask")
     prompt_len = batch.pop("prompt_len")
-    with ctx.autocast():
+    with ctx.autocast(), D.gathered_for_generate(gen_model):
         out = gen_model.generate(**batch, do_sample=True, temperature=cfg.temperature, top_p=cfg.top_p,
                                  top_k=0, max_new_tokens=cfg.max_completion_length, use_cache=True,
                                  pad_token_id=ctx.pad_id, suppress_tokens=vision_token_ids(gen_model))

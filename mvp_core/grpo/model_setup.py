@@ -2,7 +2,6 @@
 vision tower, LoRA, gradient checkpointing, the frozen reference, AdamW and its schedule."""
 from __future__ import annotations
 
-import copy
 import math
 from pathlib import Path
 
@@ -96,13 +95,6 @@ def reference_model(model, cfg: GRPOConfig):
     return ref
 
 
-def clone_frozen(model):
-    ref = copy.deepcopy(model)
-    ref.requires_grad_(False)
-    ref.eval()
-    return ref
-
-
 def make_optimizer(model, cfg: GRPOConfig):
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.learning_rate, betas=(cfg.adam_beta1, cfg.adam_beta2),
@@ -112,7 +104,8 @@ def make_optimizer(model, cfg: GRPOConfig):
 
 
 def lr_factor(step: int, cfg: GRPOConfig) -> float:
-    """Multiplier of learning_rate at optimizer step `step` (0-based), as transformers' schedules."""
+    """Multiplier of learning_rate at optimizer step `step` (0-based): linear warm-up (starting at
+    1/(warmup+1), not 0, so the first step is not wasted), then constant, linear or cosine to 0."""
     if step < cfg.warmup_steps:
         return float(step + 1) / float(cfg.warmup_steps + 1) if cfg.warmup_steps else 1.0
     if cfg.lr_scheduler_type == "constant":

@@ -48,9 +48,13 @@ BEGIN
     INTO v_k;
   FOR n IN REVERSE v_k - 1 .. 0 LOOP
     FOR attempt IN 1 .. 20 LOOP
+      -- "not judged by me" as a scalar subquery, not NOT EXISTS: the planner turns NOT EXISTS into a
+      -- merge anti join that reads all of my verdicts (ms per call, growing with my work); this is
+      -- one (puzzle_id, user_id) index probe per candidate row.
       SELECT rs.puzzle_id INTO v_pid FROM review_state rs
        WHERE rs.n_reviews = n
-         AND NOT EXISTS (SELECT 1 FROM puzzle_verdicts v WHERE v.puzzle_id = rs.puzzle_id AND v.user_id = p_user)
+         AND (SELECT v.id FROM puzzle_verdicts v WHERE v.puzzle_id = rs.puzzle_id AND v.user_id = p_user)
+             IS NULL
          AND (SELECT count(*) FROM leases l WHERE l.puzzle_id = rs.puzzle_id AND l.expires_at > p_t) < v_k - n
        ORDER BY rs.puzzle_id LIMIT 1
        FOR UPDATE SKIP LOCKED;
