@@ -2,8 +2,9 @@
 
 Pure functions of the puzzle record and the curator's current verdicts, so the server renders one
 string per action and the browser swaps it in (one round trip, no extra requests but the images).
-Frames are served as stored (640 px, ~50 kB): making a thumbnail costs ~30 ms a frame here, more than
-the whole latency budget of a verdict, while the originals cost nothing to prepare. Blind review: an option's kind and difficulty are only put into the HTML when revealed, so they
+Frames are shown as 240 px thumbnails (`/thumb`, made once per frame and kept on disk): decoding
+fifteen 640 px frames per puzzle was most of the browser's time on a busy machine. The next puzzle's
+thumbnails are requested (so made) while the curator looks at the current one. Blind review: an option's kind and difficulty are only put into the HTML when revealed, so they
 cannot be read from the page source either."""
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def filmstrip_html(p: Puzzle) -> str:
                              f'<div class="mvp-gap-slots">{slots}</div>'
                              f'<div class="mvp-cap">gap ({p.mask.length})</div></div>')
             continue
-        cells.append(f'<figure class="mvp-frame"><img src="{frame_url(f.uri, thumb=False)}" alt="frame {i}" '
+        cells.append(f'<figure class="mvp-frame"><img src="{frame_url(f.uri)}" alt="frame {i}" '
                      f'loading="eager" decoding="async"><figcaption class="mvp-cap">{f.t:.2f}s</figcaption>'
                      f'</figure>')
     return f'<div class="mvp-filmstrip">{"".join(cells)}</div>'
@@ -46,7 +47,8 @@ def pool_html(p: Puzzle, option_verdicts: dict[str, dict], reveal: bool) -> str:
         key = f'<kbd>{i + 1}</kbd>' if i < 9 else ""
         cls = "mvp-opt rejected" if rejected else "mvp-opt"
         cards.append(f'<figure class="{cls}" data-label="{esc(o.label)}" data-state="{"reject" if rejected else "keep"}">'
-                     f'<img src="{frame_url(o.uri, thumb=False)}" alt="option {esc(o.label)}" loading="eager" decoding="async">'
+                     f'<a href="{frame_url(o.uri, thumb=False)}" target="_blank" title="full size">'
+                     f'<img src="{frame_url(o.uri)}" alt="option {esc(o.label)}" loading="eager" decoding="async"></a>'
                      f'<figcaption>{key}<b>{esc(o.label)}</b> {state}</figcaption>{meta}</figure>')
     return f'<div class="mvp-pool">{"".join(cards)}</div>'
 

@@ -93,7 +93,7 @@ class CurateActions:
                 if not rec["mask"]["start"] <= i < rec["mask"]["start"] + rec["mask"]["length"]]
         uris += [o["uri"] for o in rec["options"]]
         return ('<div class="mvp-preload" hidden>' + "".join(
-            f'<img src="{frame_url(u, thumb=False)}" alt="">' for u in uris) + "</div>")
+            f'<img src="{frame_url(u)}" alt="">' for u in uris) + "</div>")
 
     def progress(self, uid: int) -> str:
         from db.review import progress

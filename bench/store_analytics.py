@@ -118,8 +118,8 @@ def run(kind: str, n: int, baseline: str | None = None) -> list[dict]:
 
 
 def _norm(rows: list[dict]) -> list:
-    """Rows compared across implementations: floats rounded (sums in a different order)."""
-    return [{k: round(float(v), 3) if isinstance(v, float) else v for k, v in r.items()} for r in rows]
+    """Rows compared across implementations: floats rounded (sums in a different order), ties in any order."""
+    return sorted(repr({k: round(float(v), 3) if isinstance(v, float) else v for k, v in r.items()}) for r in rows)
 
 
 def main() -> int:

@@ -64,6 +64,11 @@ class _Cache:
         self.db.execute("CREATE TABLE options (id BIGINT, pk UBIGINT, label VARCHAR, kind VARCHAR, "
                         "difficulty DOUBLE, source_video_id VARCHAR)")
         self.db.execute("CREATE TABLE okind (pk UBIGINT, kind VARCHAR, n BIGINT)")
+        # rejd = the distractor rejects that count: an option reject whose curator's puzzle verdict is
+        # decisive. Re-derived for the (puzzle, curator) pairs each batch of events touches, so no
+        # question joins the option verdicts with the puzzle verdicts.
+        self.db.execute("CREATE TABLE rejd (user_id BIGINT, pk UBIGINT, kind VARCHAR, difficulty DOUBLE, "
+                        "reason_code VARCHAR)")
 
     def refresh(self) -> None:
         with self.lock, self.engine.connect() as conn:
@@ -129,8 +134,11 @@ class _Cache:
                            WHERE kind <> 'target' GROUP BY ALL""")
         # an option verdict pulled before its option (both written between two of our pulls) gets its
         # kind now
+        self.db.execute("""CREATE OR REPLACE TEMP TABLE _keys AS SELECT DISTINCT ov.pk, ov.user_id FROM ov
+                           JOIN options o ON o.pk = ov.pk AND o.label = ov.label WHERE ov.kind IS NULL""")
         self.db.execute("""UPDATE ov SET kind = o.kind, difficulty = o.difficulty FROM options o
                            WHERE ov.kind IS NULL AND o.pk = ov.pk AND o.label = ov.label""")
+        self._rederive_rejd()
         self.tables.add("options")
 
     def _events(self) -> None:
@@ -151,7 +159,19 @@ class _Cache:
                                   o.difficulty
                            FROM _ev e LEFT JOIN options o ON o.pk = e.pk AND o.label = e.label
                            WHERE e.label IS NOT NULL AND e.verdict IS NOT NULL""")
+        self.db.execute("CREATE OR REPLACE TEMP TABLE _keys AS SELECT DISTINCT pk, user_id FROM _ev")
+        self._rederive_rejd()
         self.db.execute("DROP TABLE _ev")
+
+    def _rederive_rejd(self) -> None:
+        """Recompute `rejd` for the (pk, user_id) pairs in the temp table _keys."""
+        self.db.execute("DELETE FROM rejd USING _keys WHERE rejd.pk = _keys.pk AND rejd.user_id = _keys.user_id")
+        self.db.execute("""INSERT INTO rejd SELECT ov.user_id, ov.pk, ov.kind, ov.difficulty, ov.reason_code
+                           FROM ov JOIN _keys ON _keys.pk = ov.pk AND _keys.user_id = ov.user_id
+                           JOIN pv ON pv.pk = ov.pk AND pv.user_id = ov.user_id
+                                  AND pv.verdict IN ('accept', 'reject')
+                           WHERE ov.verdict = 'reject' AND ov.kind <> 'target'""")
+        self.db.execute("DROP TABLE _keys")
 
     def _rollouts(self) -> None:
         self._append("rollouts", """SELECT id, run_id, hash(puzzle_id) AS pk, total, exact,
@@ -203,9 +223,7 @@ def _cache(engine: Engine) -> _Cache:
 # only the reject rows (an option verdict whose curator's puzzle verdict is decisive) are joined.
 _DEC_REJ = """
     WITH dec AS (SELECT pk, count(*) AS n FROM pv WHERE verdict IN ('accept', 'reject') GROUP BY pk),
-    rej AS (SELECT kind, difficulty, pk, reason_code FROM ov
-            WHERE verdict = 'reject' AND kind <> 'target' AND (pk, user_id) IN
-                  (SELECT pk, user_id FROM pv WHERE verdict IN ('accept', 'reject')))
+    rej AS (SELECT * FROM rejd)
 """
 
 
@@ -244,17 +262,17 @@ def acceptance_by_video(engine: Engine) -> list[dict]:
     """Per source video: decisive puzzle verdicts, accept rate, and distractor keep rate."""
     if not _has_options(c := _cache(engine)):
         return []
-    return c.query(_DEC_REJ + """
-        , j AS (SELECT p.video_id, sum(dec.n * k.n) AS judged FROM dec JOIN okind k ON k.pk = dec.pk
-              JOIN puzzles p ON p.pk = dec.pk GROUP BY p.video_id),
-        r AS (SELECT p.video_id, count(*) AS rejected FROM rej JOIN puzzles p ON p.pk = rej.pk GROUP BY p.video_id),
-        d AS (SELECT j.video_id, 1 - coalesce(r.rejected, 0)::DOUBLE / j.judged AS keep_rate
-              FROM j LEFT JOIN r ON r.video_id = j.video_id)
-        SELECT p.video_id, count(*) AS verdicts, sum((pv.verdict = 'accept')::INT) AS accepted,
-               round(avg((pv.verdict = 'accept')::INT), 4) AS accept_rate, round(any_value(d.keep_rate), 4)
-               AS distractor_keep_rate
-        FROM pv JOIN puzzles p ON p.pk = pv.pk LEFT JOIN d ON d.video_id = p.video_id
-        WHERE pv.verdict IN ('accept', 'reject') GROUP BY p.video_id ORDER BY verdicts DESC""")
+    # per puzzle first (verdicts, accepts, distractor judgments, rejects), then one join with puzzles
+    return c.query("""
+        WITH d AS (SELECT pk, count(*) AS n, sum((verdict = 'accept')::INT) AS acc FROM pv
+                   WHERE verdict IN ('accept', 'reject') GROUP BY pk),
+        nd AS (SELECT pk, sum(n) AS n FROM okind GROUP BY pk),
+        r AS (SELECT pk, count(*) AS n FROM rejd GROUP BY pk),
+        per AS (SELECT p.video_id, d.n, d.acc, d.n * coalesce(nd.n, 0) AS judged, coalesce(r.n, 0) AS rejected
+                FROM d JOIN puzzles p ON p.pk = d.pk LEFT JOIN nd ON nd.pk = d.pk LEFT JOIN r ON r.pk = d.pk)
+        SELECT video_id, sum(n) AS verdicts, sum(acc) AS accepted, round(sum(acc)::DOUBLE / sum(n), 4) AS accept_rate,
+               round(1 - sum(rejected)::DOUBLE / nullif(sum(judged), 0), 4) AS distractor_keep_rate
+        FROM per GROUP BY video_id ORDER BY verdicts DESC, video_id""")
 
 
 def curator_throughput(engine: Engine) -> list[dict]:

@@ -112,16 +112,12 @@ def test_idempotent_second_run(first_run, corpus, capsys):
     assert second_s < 0.25 * first_s, (second_s, first_s)
 
 
-def test_kill_minus_9_then_resume(sample_videos, tmp_path):
-    src = tmp_path / "in"
-    src.mkdir()
-    for name in ("trailer_bbb", "bikes", "bigbuckbunny"):
-        shutil.copy(sample_videos[name], src / f"{name}.mp4")
-    clean, killed = tmp_path / "clean", tmp_path / "killed"
-    assert main(["synth", str(src), "--data", str(clean), "--quiet"]) == 0
+def test_kill_minus_9_then_resume(first_run, corpus, tmp_path):
+    clean, _ = first_run
+    src, killed = corpus, tmp_path / "killed"
+    Session_ = open_db(None, killed)  # schema first, so polling never races the child's migration
     cmd = [sys.executable, "-m", "app.cli", "synth", str(src), "--data", str(killed), "--quiet"]
     proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
-    Session_ = open_db(None, killed)
     deadline = time.time() + 120
     while time.time() < deadline:  # kill as soon as the first video is committed, mid-run
         with Session_() as s:
@@ -132,7 +128,7 @@ def test_kill_minus_9_then_resume(sample_videos, tmp_path):
     proc.wait()
     with Session_() as s:
         partial = s.scalar(select(func.count()).select_from(SynthFile))
-    assert 1 <= partial < 3, "the kill must land mid-run"
+    assert 1 <= partial < 3, "the kill must land mid-run"  # the corpus holds 3 videos
     assert main(["synth", str(src), "--data", str(killed), "--quiet"]) == 0
     assert (killed / "puzzles.jsonl").read_bytes() == (clean / "puzzles.jsonl").read_bytes()
     with Session_() as s:
