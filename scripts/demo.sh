@@ -8,6 +8,6 @@ DATA="${MVP_DATA_DIR:-$PWD/data/demo}"
 mkdir -p "$DATA/videos"
 .venv/bin/python scripts/sample_videos.py "$DATA/videos"
 .venv/bin/mvp synth "$DATA/videos" --data "$DATA" --per-video 4 --workers 2
-.venv/bin/mvp audit --data "$DATA" --json "$DATA/audit.json" | head -20
+.venv/bin/mvp audit --data "$DATA" --json "$DATA/audit.json"   # prints the table; the JSON goes to the file
 # demo login (printed), tiny random-weight model rollouts, then the app on http://127.0.0.1:7860
 exec .venv/bin/mvp demo --data "$DATA" --host 127.0.0.1 --port "${PORT:-7860}" "$@"
