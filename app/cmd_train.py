@@ -43,6 +43,9 @@ def _train(args) -> int:
         cfg.data_dir = cfg.data_dir or str(_data_dir(args.data))
     if not cfg.model:
         raise UserError("model: no model path given (model=PATH)")
+    # Check the puzzles file before importing torch and transformers (seconds): bad input fails fast.
+    from mvp_core.grpo.data import PuzzleSet
+    PuzzleSet.open(cfg)
     from mvp_core.grpo.loop import train
     summary = train(cfg, resume=args.resume)
     if summary["state"] == "stopped":

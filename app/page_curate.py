@@ -1,9 +1,11 @@
 """The curate page: judge puzzles one at a time, keyboard first.
 
-Every action (verdict, distractor toggle, undo, move, reveal, play) is one server round trip that
-returns the whole puzzle view as HTML. The per-browser-tab state is small: the current puzzle id,
-the puzzles seen before it (for <- / ->), and whether kind/difficulty are revealed. All verdicts go
-through `db.review`, which keeps the append-only history undo relies on."""
+Every action (verdict, distractor toggle, undo, move, reveal, play) is one JSON request
+(app/curate_api.py -> CurateActions) that returns the whole puzzle view as HTML, plus the puzzle a
+verdict will most likely lead to, so static/curate.js can show it the moment a verdict key is
+pressed. The per-browser-tab state is small: the current puzzle id, the puzzles seen before it
+(for <- / ->), and whether kind/difficulty are revealed. All verdicts go through `db.review`, which
+keeps the append-only history undo relies on."""
 from __future__ import annotations
 
 import json
@@ -13,7 +15,7 @@ import gradio as gr
 from sqlalchemy import select
 
 from app.curate_view import HELP_HTML, progress_html, puzzle_html
-from app.web_common import WebContext, guard, msg_html, nav_html
+from app.web_common import WebContext, esc, guard, nav_html
 from app.web_files import frame_url
 from db.models import Puzzle as PuzzleRow
 from db.models_curation import REASON_CODES, OptionVerdict, PuzzleVerdict, ReviewState
@@ -26,8 +28,8 @@ DEFAULT_REASON = "ambiguous"
 
 def peek_next(s, uid: int, current: str | None) -> str | None:
     """A guess at the puzzle `next_puzzle` will hand out after the current one, without leasing it:
-    the same order as the store's queue (closest to k reviews first, then by id), skipping puzzles
-    this curator judged and ones leased to anyone."""
+    the store's own order (a live lease of mine on a puzzle I have not judged first, then closest to
+    k reviews, then by id), skipping puzzles this curator judged and ones leased to anyone else."""
     from datetime import datetime, timezone
 
     from sqlalchemy import exists
@@ -35,6 +37,12 @@ def peek_next(s, uid: int, current: str | None) -> str | None:
     from db.models_curation import Lease
     from db.review import overlap_k
     now = datetime.now(timezone.utc)
+    mine = s.scalar(select(Lease.puzzle_id).where(
+        Lease.user_id == uid, Lease.expires_at > now, Lease.puzzle_id != (current or ""),
+        ~exists().where(PuzzleVerdict.puzzle_id == Lease.puzzle_id, PuzzleVerdict.user_id == uid))
+        .order_by(Lease.started_at).limit(1))
+    if mine is not None:
+        return mine
     k = overlap_k(s)
     rs = ReviewState
     for n in range(k - 1, -1, -1):
@@ -49,7 +57,9 @@ def peek_next(s, uid: int, current: str | None) -> str | None:
     return None
 
 
-def _new_state() -> dict:
+def new_state() -> dict:
+    """The per-tab navigation state; the browser keeps it and sends it with every action (it holds
+    no rights: every write is checked against the session's user on the server)."""
     return {"pid": None, "back": [], "fwd": [], "reveal": False}
 
 
@@ -61,39 +71,37 @@ class CurateActions:
 
     # ---- reading ------------------------------------------------------------------------------
 
-    def view(self, s, uid: int, state: dict, msg: str = "", kind: str = "info"):
-        """(state, puzzle html, message html) for the current puzzle; progress comes in a second,
-        chained event (`progress_html`) so its counting queries are off the verdict's critical path."""
-        pid = state.get("pid")
+    def render(self, s, uid: int, pid: str | None, reveal: bool) -> str:
+        """The puzzle view's HTML for `pid` as this curator sees it (their verdicts, its status)."""
         p, ovs, mine, status = None, {}, None, "pending"
-        if pid:
-            row = s.get(PuzzleRow, pid)
-            if row is not None:
-                p = Puzzle.from_dict(json.loads(row.record_json))
-                ovs = {o.label: {"verdict": o.verdict, "reason_code": o.reason_code}
-                       for o in s.scalars(select(OptionVerdict).where(OptionVerdict.puzzle_id == pid,
-                                                                      OptionVerdict.user_id == uid))}
-                pv = s.scalar(select(PuzzleVerdict).where(PuzzleVerdict.puzzle_id == pid,
-                                                          PuzzleVerdict.user_id == uid))
-                mine = {"verdict": pv.verdict} if pv is not None else None
-                st = s.get(ReviewState, pid)
-                status = st.status if st is not None else "pending"
-        html = puzzle_html(p, ovs, mine, status, state.get("reveal", False)) + self.preload(s, uid, state)
-        return state, html, msg_html(msg, kind)
+        row = s.get(PuzzleRow, pid) if pid else None
+        if row is not None:
+            p = Puzzle.from_dict(json.loads(row.record_json))
+            ovs = {o.label: {"verdict": o.verdict, "reason_code": o.reason_code}
+                   for o in s.scalars(select(OptionVerdict).where(OptionVerdict.puzzle_id == pid,
+                                                                  OptionVerdict.user_id == uid))}
+            pv = s.scalar(select(PuzzleVerdict).where(PuzzleVerdict.puzzle_id == pid,
+                                                      PuzzleVerdict.user_id == uid))
+            mine = {"verdict": pv.verdict} if pv is not None else None
+            st = s.get(ReviewState, pid)
+            status = st.status if st is not None else "pending"
+        return puzzle_html(p, ovs, mine, status, reveal)
 
-    def preload(self, s, uid: int, state: dict) -> str:
-        """Hidden <img>s of the puzzle most likely to come next, so the browser has its frames before the
-        curator presses a key (hidden images are still fetched). A wrong guess costs one puzzle's frames."""
+    def view(self, s, uid: int, state: dict, msg: str = "", kind: str = "info") -> dict:
+        """What the page shows after an action: the state, the current puzzle's HTML, a message, and
+        `next`: the puzzle a verdict on this one will most likely lead to, rendered now, so the page
+        can show it (images already decoded) the moment a verdict key is pressed, while the verdict is
+        being recorded. Progress is fetched separately, so its counting queries stay off this path."""
+        return {"state": state, "html": self.render(s, uid, state.get("pid"), state.get("reveal", False)),
+                "msg": msg, "kind": kind, "next": self.predict(s, uid, state)}
+
+    def predict(self, s, uid: int, state: dict) -> dict | None:
+        """{pid, html} of the puzzle `verdict` will show next: the forward history's top, else the
+        store's queue order (`peek_next`). None when nothing is shown (there is nothing to judge)."""
+        if not state.get("pid"):
+            return None
         nxt = state["fwd"][-1] if state.get("fwd") else peek_next(s, uid, state.get("pid"))
-        row = s.get(PuzzleRow, nxt) if nxt else None
-        if row is None:
-            return ""
-        rec = json.loads(row.record_json)
-        uris = [f["uri"] for i, f in enumerate(rec["frames"])
-                if not rec["mask"]["start"] <= i < rec["mask"]["start"] + rec["mask"]["length"]]
-        uris += [o["uri"] for o in rec["options"]]
-        return ('<div class="mvp-preload" hidden>' + "".join(
-            f'<img src="{frame_url(u)}" alt="">' for u in uris) + "</div>")
+        return {"pid": nxt, "html": self.render(s, uid, nxt, state.get("reveal", False))}
 
     def progress(self, uid: int) -> str:
         from db.review import progress
@@ -104,7 +112,7 @@ class CurateActions:
 
     def load(self, uid: int, deep_link: str | None):
         from db.review import next_puzzle
-        state = _new_state()
+        state = new_state()
         with self.ctx.Session() as s:
             if deep_link:
                 if s.get(PuzzleRow, deep_link) is None:
@@ -194,33 +202,43 @@ class CurateActions:
         with self.ctx.Session() as s:
             return self.view(s, uid, state, "kind and difficulty shown" if state["reveal"] else "blind review")
 
-    def play(self, uid: int, state: dict, index: int) -> str:
+    def play(self, uid: int, state: dict, index: int) -> dict:
+        """{"clip": html} of option `index` played in the gap (rendered once, then cached), or a message."""
         from app.web_clips import render_gap_clip
         pid = state.get("pid")
         with self.ctx.Session() as s:
             row = s.get(PuzzleRow, pid) if pid else None
             if row is None:
-                return msg_html("no puzzle shown", "warn")
+                return {"clip": "", "msg": "no puzzle shown", "kind": "warn"}
             p = Puzzle.from_dict(json.loads(row.record_json))
         if not 1 <= index <= len(p.options):
-            return msg_html(f"this puzzle has only {len(p.options)} options", "warn")
+            return {"clip": "", "msg": f"this puzzle has only {len(p.options)} options", "kind": "warn"}
         label = p.options[index - 1].label
         t0 = time.perf_counter()
         path = render_gap_clip(self.ctx.data_dir, p, label)
         rel = path.relative_to(self.ctx.data_dir).as_posix()
-        return (f'<div class="mvp-clip" data-label="{label}"><div>option <b>{label}</b> in the gap '
-                f'(context → {label} → context; {time.perf_counter() - t0:.2f} s)</div>'
-                f'<video src="{frame_url(rel, thumb=False)}" autoplay loop muted controls playsinline></video></div>')
+        return {"clip": f'<div class="mvp-clip" data-label="{esc(label)}"><div>option <b>{esc(label)}</b> in the gap '
+                        f'(context → {esc(label)} → context; {time.perf_counter() - t0:.2f} s)</div>'
+                        f'<video src="{frame_url(rel, thumb=False)}" autoplay loop muted controls playsinline></video></div>',
+                "msg": "", "kind": "info"}
+
+
+def _js(call: str) -> str:
+    """A button's click handler in the page: the same function the hotkey calls (static/curate.js)."""
+    return f"() => {{ window.mvpCurate && window.mvpCurate.{call}; }}"
 
 
 def build(ctx: WebContext) -> gr.Blocks:
-    act = CurateActions(ctx)
+    """The page's layout. Gradio draws the chrome (nav, buttons, reason, note); the puzzle view, the
+    message, progress and the clip are plain <div>s that static/curate.js fills from the JSON API
+    (app/curate_api.py), so a verdict is one fetch instead of a Gradio queue/SSE round trip plus a
+    re-render. Their gr.HTML values never change, so Gradio never redraws over what the script put
+    there."""
     with gr.Blocks(title="MVP Studio · Curate") as demo:
         nav = gr.HTML(elem_id="mvp-nav-bar")
-        progress = gr.HTML(elem_id="mvp-progress")
-        msg = gr.HTML(elem_id="mvp-msg")
-        state = gr.State(_new_state())
-        view = gr.HTML(elem_id="mvp-view")
+        gr.HTML('<div id="mvp-progress-box"></div>', elem_id="mvp-progress")
+        gr.HTML('<div id="mvp-msg-box"></div>', elem_id="mvp-msg")
+        gr.HTML('<div id="mvp-stage" data-curate-api="/curate/api/"></div>', elem_id="mvp-view")
         with gr.Row():
             b_accept = gr.Button("Accept (a)", variant="primary", elem_id="btn-accept")
             b_reject = gr.Button("Reject (r)", variant="stop", elem_id="btn-reject")
@@ -231,71 +249,21 @@ def build(ctx: WebContext) -> gr.Blocks:
             b_reveal = gr.Button("Reveal kind/difficulty (v)", elem_id="btn-reveal")
             b_help = gr.Button("Keys (?)", elem_id="btn-help")
         with gr.Row():
-            reason = gr.Radio(list(REASON_CODES), value=DEFAULT_REASON, label="Reason for rejecting a distractor (c cycles)",
-                              elem_id="mvp-reason")
-            note = gr.Textbox(label="Note on the puzzle verdict (optional)", elem_id="mvp-note", max_lines=2)
-        clip = gr.HTML(elem_id="mvp-clip")
+            gr.Radio(list(REASON_CODES), value=DEFAULT_REASON, label="Reason for rejecting a distractor (c cycles)",
+                     elem_id="mvp-reason", interactive=True)   # no event reads them: say so, or Gradio disables them
+            gr.Textbox(label="Note on the puzzle verdict (optional)", elem_id="mvp-note", max_lines=2, interactive=True)
+        gr.HTML('<div id="mvp-clip-box"></div>', elem_id="mvp-clip")
         gr.HTML(HELP_HTML)
-        with gr.Row(elem_classes=["mvp-hidden"]):   # pressed by static/hotkeys.js
-            toggles = [gr.Button(f"t{i}", elem_id=f"btn-toggle-{i}") for i in range(1, MAX_KEYS + 1)]
-            plays = [gr.Button(f"p{i}", elem_id=f"btn-play-{i}") for i in range(1, MAX_KEYS + 1)]
-
-        outs = [state, view, msg]
-
-        def progress_fn(request: gr.Request):
-            with guard(ctx, request, PAGE) as uid:
-                return act.progress(uid)
 
         def on_load(request: gr.Request):
-            with guard(ctx, request, PAGE) as uid:
-                deep = request.query_params.get("puzzle") if request is not None else None
-                return (nav_html(ctx, request.username, PAGE), *act.load(uid, deep))
+            with guard(ctx, request, PAGE):
+                return nav_html(ctx, request.username, PAGE)
+        demo.load(on_load, None, nav, show_progress="hidden")
+        demo.load(None, None, None, js=_js("start()"))
 
-        demo.load(on_load, None, [nav, *outs], show_progress="hidden").then(
-            progress_fn, None, progress, show_progress="hidden")
-
-        def verdict_fn(v):
-            def fn(st, nt, request: gr.Request):
-                with guard(ctx, request, PAGE) as uid:
-                    return (*act.verdict(uid, st, v, nt), "", "")
-            return fn
-
-        for btn, v in ((b_accept, "accept"), (b_reject, "reject"), (b_skip, "skip")):
-            btn.click(verdict_fn(v), [state, note], [*outs, note, clip], show_progress="hidden",
-                      api_name=f"verdict_{v}", queue=False).then(progress_fn, None, progress, show_progress="hidden")
-
-        def undo_fn(st, request: gr.Request):
-            with guard(ctx, request, PAGE) as uid:
-                return act.undo(uid, st)
-        b_undo.click(undo_fn, [state], outs, show_progress="hidden", api_name="undo", queue=False).then(
-            progress_fn, None, progress, show_progress="hidden")
-
-        def move_fn(step):
-            def fn(st, request: gr.Request):
-                with guard(ctx, request, PAGE) as uid:
-                    return act.move(uid, st, step)
-            return fn
-        b_prev.click(move_fn(-1), [state], outs, show_progress="hidden", api_name="prev", queue=False)
-        b_next.click(move_fn(+1), [state], outs, show_progress="hidden", api_name="next", queue=False)
-
-        def reveal_fn(st, request: gr.Request):
-            with guard(ctx, request, PAGE) as uid:
-                return act.reveal(uid, st)
-        b_reveal.click(reveal_fn, [state], outs, show_progress="hidden", api_name="reveal", queue=False)
+        for btn, call in ((b_accept, "verdict('accept')"), (b_reject, "verdict('reject')"),
+                          (b_skip, "verdict('skip')"), (b_undo, "undo()"), (b_prev, "move(-1)"),
+                          (b_next, "move(1)"), (b_reveal, "reveal()")):
+            btn.click(None, None, None, js=_js(call))
         b_help.click(None, None, None, js="() => window.mvpToggleHelp && window.mvpToggleHelp()")
-
-        def toggle_fn(i):
-            def fn(st, rs, request: gr.Request):
-                with guard(ctx, request, PAGE) as uid:
-                    return act.toggle(uid, st, i, rs)
-            return fn
-
-        def play_fn(i):
-            def fn(st, request: gr.Request):
-                with guard(ctx, request, PAGE) as uid:
-                    return act.play(uid, st, i)
-            return fn
-        for i, (bt, bp) in enumerate(zip(toggles, plays), start=1):
-            bt.click(toggle_fn(i), [state, reason], outs, show_progress="hidden", api_name=f"toggle_{i}", queue=False)
-            bp.click(play_fn(i), [state], [clip], show_progress="minimal", api_name=f"play_{i}")
     return demo

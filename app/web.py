@@ -23,7 +23,7 @@ from app.web_common import WebContext, esc
 ROOT = Path(__file__).resolve().parent.parent
 STATIC_DIR = ROOT / "static"
 HEAD = ('<link rel="stylesheet" href="/static/studio.css">'
-        '<script src="/static/hotkeys.js" defer></script>')
+        '<script src="/static/curate.js" defer></script><script src="/static/hotkeys.js" defer></script>')
 
 
 def _page_builders() -> dict:
@@ -171,6 +171,10 @@ def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_coo
         return serve(request, path, thumb=True)
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    if "curate" in builders:            # the curate page's JSON API, matched before its Gradio mount
+        from app.curate_api import register as register_curate_api
+        register_curate_api(app, ctx)
 
     for page, build in builders.items():
         blocks = build(ctx)

@@ -12,8 +12,13 @@ records, so they render like real ones). The puzzles the bench visits get frame 
 decoding and painting its images. --think-ms pauses between verdicts like a curator looking at the
 puzzle (the page preloads the next puzzle's frames meanwhile); --think-ms 0 is a key held down.
 
+"confirmed" (the JSON path only) is the time until the server has recorded the verdict and answered.
+
 Usage: python bench/web_verdict_latency.py [--puzzles 100000] [--verdicts 60] [--think-ms 1000] [--data DIR]
-(--data: an existing synthesized data directory to clone from; default: synthesize one)."""
+       [--compare OLD_TREE]
+(--data: an existing synthesized data directory to clone from; default: synthesize one. --compare: a
+copy of an older tree's app/ db/ mvp_core/ static/, served over a copy of the same database and measured
+in alternating blocks of --block verdicts in the same browser, so both see the same machine load)."""
 from __future__ import annotations
 
 import argparse
@@ -33,12 +38,19 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 MEASURE_JS = """
 () => {
-  window.mvpLat = []; window.mvpDom = [];
-  let t0 = null, old = null;
-  document.addEventListener('keydown', e => {
-    if ('ars'.includes(e.key)) { t0 = performance.now();
+  window.mvpLat = []; window.mvpDom = []; window.mvpConfirm = []; window.mvpHit = [];
+  let t0 = null, old = null, last = null;
+  // on window, capturing: runs before the page's own key handlers (on document), which may swap the
+  // view synchronously
+  window.addEventListener('keydown', e => {
+    if ('ars'.includes(e.key)) { t0 = performance.now(); last = t0;
       old = document.querySelector('#mvp-puzzle').dataset.puzzleId; }
   }, true);
+  // static/curate.js (the JSON path) says when the server has recorded the verdict
+  document.addEventListener('mvp-curate', e => {
+    if (e.detail.type === 'confirmed' && last !== null) {
+      window.mvpConfirm.push(performance.now() - last); window.mvpHit.push(e.detail.hit); }
+  });
   const check = async () => {
     const el = document.querySelector('#mvp-puzzle');
     if (t0 === null || !el || el.dataset.puzzleId === old) return;
@@ -114,16 +126,103 @@ def synth_source(tmp: Path) -> Path:
     return data
 
 
+def p95(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(0.95 * len(xs))) - 1)]
+
+
+def summary(xs: list[float]) -> dict:
+    return {"n": len(xs), "median_ms": round(statistics.median(xs), 1), "p95_ms": round(p95(xs), 1),
+            "max_ms": round(max(xs), 1)} if xs else {"n": 0}
+
+
+def load_avg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+class Variant:
+    """One server (this tree's code, or an older copy's with --compare) and one logged-in page."""
+
+    def __init__(self, name: str, root: Path, data: Path, url: str):
+        from fixtures_web import free_port
+        self.name, self.port = name, free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = data.parent / f"serve_{name}.log"
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--data", str(data), "--db", url,
+                                          "--port", str(self.port)], cwd=root, stdout=log, stderr=subprocess.STDOUT)
+        self.page = None
+
+    def open(self, browser) -> None:
+        import urllib.request
+        deadline = time.time() + 300
+        while True:
+            try:
+                urllib.request.urlopen(self.base + "/login", timeout=2)
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"{self.name} server did not start:\n{self.log.read_text()}") from None
+                time.sleep(0.3)
+        ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = self.page = ctx.new_page()
+        page.goto(self.base + "/curate/")
+        page.fill("#login-user", "bench")
+        page.fill("#login-password", "bench-pass-1")
+        page.click("#login-submit")
+        page.wait_for_selector("#mvp-puzzle[data-puzzle-id]", timeout=60000)
+        page.wait_for_function("() => window.mvpHotkeysInstalled")
+        page.evaluate(MEASURE_JS)
+
+    def verdicts(self, n: int, think_ms: int, offset: int) -> None:
+        page = self.page
+        page.bring_to_front()
+        for i in range(n):
+            k = page.evaluate("() => window.mvpLat.length")
+            page.keyboard.press("aars"[(offset + i) % 4])
+            try:
+                page.wait_for_function(f"() => window.mvpLat.length > {k}", timeout=30000)
+            except Exception:
+                print(self.name, "no render after key", i, page.evaluate(
+                    "() => [window.mvpLat.length, window.mvpDom.length, window.mvpConfirm.length, "
+                    "document.querySelector('#mvp-puzzle')?.dataset.puzzleId, "
+                    "document.querySelector('#mvp-msg')?.innerText]"), file=sys.stderr)
+                raise
+            page.wait_for_timeout(think_ms)
+        # the next key of a block must not overlap an unconfirmed verdict of this one
+        page.wait_for_function("() => window.mvpConfirm.length === 0 || "
+                               "window.mvpConfirm.length === window.mvpLat.length", timeout=30000)
+
+    def result(self, warmup: int) -> dict:
+        ev = self.page.evaluate
+        out = {"rendered": summary(ev("() => window.mvpLat")[warmup:]),
+               "dom": summary(ev("() => window.mvpDom")[warmup:])}
+        conf = ev("() => window.mvpConfirm")[warmup:]
+        if conf:
+            out["confirmed"] = summary(conf)
+            hits = ev("() => window.mvpHit")[warmup:]
+            out["guess_hit_rate"] = round(sum(hits) / len(hits), 3)
+        return out
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--puzzles", type=int, default=100_000)
-    ap.add_argument("--verdicts", type=int, default=60)
+    ap.add_argument("--verdicts", type=int, default=60, help="measured verdicts per variant")
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--block", type=int, default=10, help="verdicts per turn when variants alternate")
     ap.add_argument("--think-ms", type=int, default=1000,
                     help="pause between a render and the next key, as a curator looks at the puzzle")
     ap.add_argument("--data", type=Path, default=None, help="a synthesized data directory to clone from")
+    ap.add_argument("--compare", type=Path, default=None,
+                    help="a copy of an older tree (its app/ db/ mvp_core/ static/): served over a copy of the "
+                         "same database, measured in alternating blocks with this tree's code")
     args = ap.parse_args()
-    from fixtures_web import CHROMIUM, CHROMIUM_ARGS, free_port
+    from fixtures_web import CHROMIUM, CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td)
@@ -132,49 +231,37 @@ def main() -> int:
         data.mkdir()
         t = time.perf_counter()
         url, _ = build_db(data, src, args.puzzles, args.verdicts + args.warmup + 10)
-        print(f"database: {args.puzzles} puzzles in {time.perf_counter() - t:.1f} s")
-        port = free_port()
-        proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--data", str(data), "--db", url,
-                                 "--port", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        base = f"http://127.0.0.1:{port}"
+        print(f"database: {args.puzzles} puzzles in {time.perf_counter() - t:.1f} s", flush=True)
+        specs = [("current", ROOT, data, url)]
+        if args.compare:
+            old = tmp / "data_old"
+            shutil.copytree(data, old)        # its own frames/thumbnails and database: nothing shared
+            specs.append(("compare", args.compare.resolve(), old, f"sqlite:///{old / 'mvp.sqlite'}"))
+        variants = [Variant(*sp) for sp in specs]
+        load_before = load_avg()
         try:
-            import urllib.request
-            for _ in range(300):
-                try:
-                    urllib.request.urlopen(base + "/login", timeout=2)
-                    break
-                except OSError:
-                    time.sleep(0.3)
             with sync_playwright() as p:
                 b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-                page = b.new_page(viewport={"width": 1400, "height": 1000})
-                page.goto(base + "/curate/")
-                page.fill("#login-user", "bench")
-                page.fill("#login-password", "bench-pass-1")
-                page.click("#login-submit")
-                page.wait_for_selector("#mvp-puzzle[data-puzzle-id]", timeout=60000)
-                page.wait_for_function("() => window.mvpHotkeysInstalled")
-                page.evaluate(MEASURE_JS)
-                keys = "aars"
-                for i in range(args.warmup + args.verdicts):
-                    n = page.evaluate("() => window.mvpLat.length")
-                    page.keyboard.press(keys[i % len(keys)])
-                    page.wait_for_function(f"() => window.mvpLat.length > {n}", timeout=30000)
-                    page.wait_for_timeout(args.think_ms)
-                lat = page.evaluate("() => window.mvpLat")[args.warmup:]
-                dom = sorted(page.evaluate("() => window.mvpDom")[args.warmup:])
+                for v in variants:
+                    v.open(b)
+                total = args.warmup + args.verdicts
+                done, turn = 0, 0
+                while done < total:
+                    n = min(args.block, total - done)
+                    order = variants if turn % 2 == 0 else variants[::-1]
+                    for v in order:
+                        v.verdicts(n, args.think_ms, done)
+                    done += n
+                    turn += 1
+                results = {v.name: v.result(args.warmup) for v in variants}
                 b.close()
         finally:
-            proc.terminate()
-            proc.wait(timeout=10)
-    lat.sort()
-    p95 = lat[min(len(lat) - 1, int(round(0.95 * len(lat))) - 1)]
-    print(json.dumps({"puzzles": args.puzzles, "verdicts": len(lat), "think_ms": args.think_ms,
-                      "dom_median_ms": round(statistics.median(dom), 1),
-                      "median_ms": round(statistics.median(lat), 1),
-                      "p95_ms": round(p95, 1), "max_ms": round(lat[-1], 1), "target_p95_ms": 250,
-                      "meets_target": p95 < 250}))
+            for v in variants:
+                v.stop()
+    cur = results["current"]["rendered"]
+    print(json.dumps({"puzzles": args.puzzles, "verdicts": args.verdicts, "think_ms": args.think_ms,
+                      "load_avg_before": load_before, "load_avg_after": load_avg(), **results,
+                      "target_p95_ms": 250, "meets_target": cur["p95_ms"] < 250}, indent=1))
     return 0
 
 

@@ -76,15 +76,11 @@ class _Cache:
                        select(Option.id, Option.puzzle_id, Option.label, Option.kind, Option.difficulty,
                               Option.source_video_id),
                        ["id", "puzzle_id", "label", "kind", "difficulty", "source_video_id"], self._options)
-            # The database extracts the JSON fields (C, and three short strings move faster through the
-            # driver and Arrow than the JSON text); timestamps come as text and DuckDB parses them.
-            after = VerdictEvent.after
+            # JSON and timestamps come as text (no per-row Python parsing); DuckDB parses them.
             self._pull(conn, "events", VerdictEvent.id,
                        select(VerdictEvent.id, VerdictEvent.user_id, VerdictEvent.puzzle_id, VerdictEvent.label,
-                              after["verdict"].as_string(), after["reason_code"].as_string(),
-                              after["seconds"].as_float(), cast(VerdictEvent.created_at, Text)),
-                       ["id", "user_id", "puzzle_id", "label", "verdict", "reason_code", "seconds", "created_at"],
-                       self._events)
+                              cast(VerdictEvent.after, Text), cast(VerdictEvent.created_at, Text)),
+                       ["id", "user_id", "puzzle_id", "label", "after", "created_at"], self._events)
             self._pull(conn, "rollouts", Rollout.id,
                        select(Rollout.id, Rollout.run_id, Rollout.puzzle_id, cast(Rollout.chosen_labels, Text),
                               Rollout.total, Rollout.exact),
@@ -145,8 +141,9 @@ class _Cache:
         """Apply a batch of history events: the last event per key replaces the current verdict."""
         self.db.execute("""CREATE OR REPLACE TEMP TABLE _ev AS
             SELECT id, user_id, hash(puzzle_id) AS pk, label, TRY_CAST(created_at AS TIMESTAMP) AS created_at,
-                   CAST(verdict AS VARCHAR) AS verdict, CAST(reason_code AS VARCHAR) AS reason_code,
-                   TRY_CAST("seconds" AS DOUBLE) AS "seconds"
+                   json_extract_string("after", '$.verdict') AS verdict,
+                   json_extract_string("after", '$.reason_code') AS reason_code,
+                   TRY_CAST(json_extract("after", '$.seconds') AS DOUBLE) AS "seconds"
             FROM _delta
             QUALIFY row_number() OVER (PARTITION BY user_id, pk, label ORDER BY id DESC) = 1""")
         self.db.execute("""DELETE FROM pv USING _ev WHERE _ev.label IS NULL

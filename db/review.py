@@ -92,10 +92,6 @@ def sync_queue(session: Session) -> int:
     return res.rowcount or 0
 
 
-def _my_verdict_exists(user_id: int, puzzle_col):
-    return exists().where(PuzzleVerdict.puzzle_id == puzzle_col, PuzzleVerdict.user_id == user_id)
-
-
 def next_puzzle(session: Session, user_id: int, lease_s: float = DEFAULT_LEASE_S,
                 now: datetime | None = None) -> str | None:
     """The id of the next puzzle for this curator (leased to them until now + lease_s), or None when
@@ -124,11 +120,6 @@ _PG_CLAIM = text("SELECT mvp_next_puzzle(:u, :t, :until)")
 
 def _claim_pg(session: Session, user_id: int, t: datetime, until: datetime) -> str | None:
     return session.execute(_PG_CLAIM, {"u": user_id, "t": t, "until": until}).scalar()
-
-
-def _live_leases(puzzle_col, t: datetime):
-    return (select(func.count()).select_from(Lease)
-            .where(Lease.puzzle_id == puzzle_col, Lease.expires_at > t).scalar_subquery())
 
 
 # The SQLite claim runs on the raw DBAPI cursor: on a loaded 2-core machine building and compiling

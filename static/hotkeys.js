@@ -1,5 +1,6 @@
-// Keyboard shortcuts for the curate page. Keys press the page's own buttons (by element id), so a
-// shortcut does exactly what the click does, and the server checks it the same way.
+// Keyboard shortcuts for the curate page. A key calls the same function of static/curate.js that
+// the page's button calls (window.mvpCurate), so a shortcut does exactly what the click does, and the
+// server checks it the same way; the Gradio button is only pressed if that script is missing.
 // Ignored while typing in a text box, and with Ctrl/Alt/Meta held (browser shortcuts keep working).
 (function () {
   "use strict";
@@ -8,6 +9,8 @@
 
   const KEYS = { a: "btn-accept", r: "btn-reject", s: "btn-skip", u: "btn-undo", v: "btn-reveal",
                  ArrowLeft: "btn-prev", ArrowRight: "btn-next" };
+  const CALLS = { a: (c) => c.verdict("accept"), r: (c) => c.verdict("reject"), s: (c) => c.verdict("skip"),
+                  u: (c) => c.undo(), v: (c) => c.reveal(), ArrowLeft: (c) => c.move(-1), ArrowRight: (c) => c.move(1) };
 
   function typing(el) {
     if (!el) return false;
@@ -46,8 +49,11 @@
     if (!document.getElementById("btn-accept")) return;      // not the curate page
     let handled = false;
     const digit = /^Digit([1-9])$/.exec(e.code || "");
+    const C = window.mvpCurate;
     if (digit) {
-      handled = press((e.shiftKey ? "btn-play-" : "btn-toggle-") + digit[1]);
+      if (!C) return;
+      if (e.shiftKey) C.play(Number(digit[1])); else C.toggle(Number(digit[1]));
+      handled = true;
     } else if (e.key === "?") {
       window.mvpToggleHelp(); handled = true;
     } else if (e.key === "Escape") {
@@ -55,7 +61,7 @@
     } else if (e.key === "c") {
       cycleReason(); handled = true;
     } else if (KEYS[e.key] && !e.shiftKey) {
-      handled = press(KEYS[e.key]);
+      if (C) { CALLS[e.key](C); handled = true; } else handled = press(KEYS[e.key]);
     }
     if (handled) { e.preventDefault(); e.stopPropagation(); }
   }, true);

@@ -1,28 +1,54 @@
 """`mvp train` under torchrun with 2 CPU processes over gloo: the groups are split across the
-ranks, rewards are gathered before normalising, and one run directory is written."""
+ranks, rewards are gathered before normalising, and one run directory is written; with fsdp=true
+the checkpoint holds the full weights and --resume loads the sharded optimizer state.
+
+One torchrun launch runs the three `mvp train` command lines in turn (tests/grpo_torchrun.py):
+on 2 cores a launch costs more than the tiny runs it carries."""
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from safetensors.torch import load_file
 
-from fixtures_grpo import ROOT, mvp_env
+from fixtures_grpo import ROOT, mvp_env, tiny_overrides
 from mvp_core.grpo.rundir import read_metrics, read_status
 
 TORCHRUN = Path(ROOT) / ".venv" / "bin" / "torchrun"
 
 
-@pytest.mark.slow
-def test_torchrun_two_processes_one_run_dir(grpo_settings, tmp_path):
-    run = tmp_path / "run"
-    cmd = [str(TORCHRUN), "--standalone", "--nproc_per_node", "2", "-m", "app.cli", "train",
-           *grpo_settings(max_steps=2, save_steps=2, max_completion_length=6)]
+@pytest.fixture(scope="module")
+def torchrun_runs(tiny_model_dir, model_data, tmp_path_factory):
+    """{"ddp": run dir, "fsdp": run dir, "out": [stdout of each command line]}."""
+    data, _ = model_data
+    base = tmp_path_factory.mktemp("torchrun")
+    ddp, fsdp = base / "ddp", base / "fsdp"
+    calls = [
+        ["train", *tiny_overrides(tiny_model_dir, data, ddp, max_steps=2, save_steps=2, max_completion_length=6)],
+        ["train", *tiny_overrides(tiny_model_dir, data, fsdp, max_steps=1, save_steps=1, max_completion_length=4,
+                                  fsdp="true")],
+        ["train", *tiny_overrides(tiny_model_dir, data, fsdp, max_steps=2, save_steps=1, max_completion_length=4,
+                                  fsdp="true"), "--resume"],
+    ]
+    (base / "calls.json").write_text(json.dumps(calls))
+    cmd = [str(TORCHRUN), "--standalone", "--nproc_per_node", "2", str(ROOT / "tests" / "grpo_torchrun.py"),
+           str(base / "calls.json")]
     r = subprocess.run(cmd, cwd=ROOT, env=mvp_env(), capture_output=True, text=True, timeout=420)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "2 process(es) on cpu" in r.stdout
+    out = re.split(r"=== mvp call \d exit 0\n", r.stdout)
+    assert len(out) == 4, r.stdout[-3000:]        # three finished command lines (+ the empty tail)
+    return {"ddp": ddp, "fsdp": fsdp, "out": out[:3]}
+
+
+@pytest.mark.slow
+def test_torchrun_two_processes_one_run_dir(torchrun_runs):
+    run = torchrun_runs["ddp"]
+    assert "2 process(es) on cpu" in torchrun_runs["out"][0]
 
     conf = yaml.safe_load((run / "config.yaml").read_text())
     assert conf["run_info"]["world_size"] == 2
@@ -47,20 +73,17 @@ def test_torchrun_two_processes_one_run_dir(grpo_settings, tmp_path):
 
 
 @pytest.mark.slow
-def test_torchrun_fsdp_saves_full_checkpoint_and_resumes(grpo_settings, tmp_path):
+def test_torchrun_fsdp_saves_full_checkpoint_and_resumes(torchrun_runs):
     """fsdp=true: parameters sharded over the 2 processes; the checkpoint holds the full weights
     (same tensors and shapes as the model on disk) and --resume loads the sharded optimizer state."""
-    from safetensors.torch import load_file
-    run = tmp_path / "run"
-    base = [str(TORCHRUN), "--standalone", "--nproc_per_node", "2", "-m", "app.cli", "train"]
-    r = subprocess.run(base + grpo_settings(max_steps=1, save_steps=1, max_completion_length=4, fsdp="true"),
-                       cwd=ROOT, env=mvp_env(), capture_output=True, text=True, timeout=420)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    run = torchrun_runs["fsdp"]
+    first, resumed = torchrun_runs["out"][1], torchrun_runs["out"][2]
+    assert "2 process(es) on cpu" in first and "resuming from" not in first
     saved = load_file(str(run / "checkpoints" / "step_000001" / "model.safetensors"))
     orig = load_file(str(Path(yaml.safe_load((run / "config.yaml").read_text())["model"]) / "model.safetensors"))
     assert {k: v.shape for k, v in saved.items()} == {k: v.shape for k, v in orig.items()}
     assert any(not (saved[k] == orig[k]).all() for k in saved)      # trained, not the initial weights
-    r = subprocess.run(base + grpo_settings(max_steps=2, save_steps=1, max_completion_length=4, fsdp="true")
-                       + ["--resume"], cwd=ROOT, env=mvp_env(), capture_output=True, text=True, timeout=420)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "resuming from" in r.stdout and [m["step"] for m in read_metrics(run)] == [1, 2]
+    assert "resuming from" in resumed and "step_000001" in resumed
+    assert [m["step"] for m in read_metrics(run)] == [1, 2] and read_status(run)["state"] == "finished"
+    second = load_file(str(run / "checkpoints" / "step_000002" / "model.safetensors"))
+    assert any(not (second[k] == saved[k]).all() for k in saved)    # the resumed step trained too

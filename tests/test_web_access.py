@@ -140,6 +140,46 @@ def test_curator_is_refused_rollouts_stats_and_admin(web_app, browser):
     ctx.close()
 
 
+def test_curate_api_checks_session_and_input(web_app):
+    """The curate page's JSON API (app/curate_api.py): no session, no access; bad input gets one
+    clear line and writes nothing."""
+    from sqlalchemy import func, select
+
+    from db.models import Puzzle
+    from db.models_curation import VerdictEvent
+    with web_app.Session() as s:
+        pid = s.scalars(select(Puzzle.id).order_by(Puzzle.id)).first()
+        n_events = s.scalar(select(func.count()).select_from(VerdictEvent))
+    state = {"pid": pid, "back": [], "fwd": [], "reveal": False}
+    st, body = raw_post(web_app, "/curate/api/verdict", {"state": state, "verdict": "accept"})
+    assert st == 401 and json.loads(body) == {"error": "not logged in"}
+    cookie = session_cookie(web_app, "rhea")
+    # a deep link does not lease the puzzle, so this read leaves the queue as it was
+    st, body = raw_post(web_app, "/curate/api/load", {"puzzle": pid}, cookie)
+    got = json.loads(body)
+    assert st == 200 and got["state"]["pid"] == pid and f'data-puzzle-id="{pid}"' in got["html"]
+    bad = [("verdict", {"state": state, "verdict": "maybe"}, "verdict must be one of accept, reject, skip"),
+           ("verdict", {"state": {**state, "pid": "no-such"}, "verdict": "accept"}, "no puzzle 'no-such'"),
+           ("verdict", {"state": {**state, "back": "x"}, "verdict": "accept"}, "state.back must be a list"),
+           ("verdict", {"state": state, "verdict": "accept", "note": 5}, "note must be text"),
+           ("toggle", {"state": state, "index": 1, "reason": "dunno"}, "reason must be one of"),
+           ("toggle", {"state": state, "index": 12, "reason": "other"}, "index must be an option number"),
+           ("move", {"state": state, "step": 2}, "step must be -1 or 1")]
+    for action, payload, err in bad:
+        st, body = raw_post(web_app, f"/curate/api/{action}", payload, cookie)
+        msg = json.loads(body)["error"]
+        assert st == 400 and err in msg and "\n" not in msg, (action, payload, msg)
+    u = urlparse(web_app.url)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    c.request("POST", "/curate/api/verdict", body="verdict=accept",
+              headers={"Content-Type": "application/x-www-form-urlencoded", "Cookie": f"mvp_session={cookie}"})
+    r = c.getresponse()
+    assert r.status == 415 and b"application/json" in r.read()
+    c.close()
+    with web_app.Session() as s:
+        assert s.scalar(select(func.count()).select_from(VerdictEvent)) == n_events
+
+
 def test_server_side_role_check_in_handlers(web_app):
     """Second line of defence: the handlers check the role themselves (web_common.guard)."""
     from app.auth import Auth, Forbidden

@@ -38,6 +38,10 @@ def test_curator_reviews_five_puzzles_with_keyboard(web_app, browser):
     page.wait_for_selector("#mvp-puzzle[data-puzzle-id]", timeout=30000)
     page.wait_for_function("() => document.getElementById('btn-accept') && window.mvpHotkeysInstalled")
     shot(page, "curate")
+    # static/curate.js reports each verdict the server confirmed, and whether the puzzle it showed
+    # at the key press (prepared in advance) was the one the server handed out
+    page.evaluate("() => { window.mvpConfirmed = []; document.addEventListener('mvp-curate', "
+                  "e => e.detail.type === 'confirmed' && window.mvpConfirmed.push(e.detail)); }")
 
     # help overlay on '?'
     page.keyboard.press("?")
@@ -93,6 +97,8 @@ def test_curator_reviews_five_puzzles_with_keyboard(web_app, browser):
     # decisive verdicts: p1..p4 (progress arrives in a chained event, just after the puzzle)
     page.wait_for_function("() => document.querySelector('#mvp-mine-reviewed')?.innerText === '4'")
     shot(page, "curate_done")
+    confirmed = page.evaluate("() => window.mvpConfirmed")
+    assert len(confirmed) == 6 and all(c["guessed"] and c["hit"] for c in confirmed), confirmed
 
     uid = web_app.user_id("cora")
     with web_app.Session() as s:
