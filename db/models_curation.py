@@ -73,13 +73,15 @@ class OptionVerdict(Base):
 class VerdictEvent(Base):
     """Append-only history: one row per change of a current verdict. `before`/`after` are the verdict as
     a dict (None = no verdict). An undo appends a row with action "undo" and `undoes` = the event it
-    reverted; rows are never updated or deleted."""
+    reverted. `db.review.requeue` appends a "requeue" row (the researcher, the reason) and one "cleared"
+    row per verdict it removed (that verdict's curator, `after` None). Rows are never updated or
+    deleted."""
     __tablename__ = "verdict_events"
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
     puzzle_id: Mapped[str] = mapped_column(ForeignKey("puzzles.id", ondelete="CASCADE"), index=True)
     label: Mapped[str | None] = mapped_column(String(4), nullable=True)   # None: the puzzle verdict
-    action: Mapped[str] = mapped_column(String(8))          # set | undo
+    action: Mapped[str] = mapped_column(String(8))          # set | undo | requeue | cleared
     undoes: Mapped[int | None] = mapped_column(BigId, nullable=True, unique=True)
     before: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     after: Mapped[dict | None] = mapped_column(JSON, nullable=True)

@@ -15,7 +15,7 @@ import json
 from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import delete, exists, func, insert, literal, select, text, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from db.models import Option, Puzzle, utcnow
 from db.models_curation import (OPTION_VERDICTS, PUZZLE_VERDICTS, REASON_CODES, Lease, OptionVerdict,
@@ -25,6 +25,7 @@ from mvp_core.errors import UserError
 
 DEFAULT_LEASE_S = 600.0
 OVERLAP_KEY = "review.overlap_k"
+REQUEUE_ROLES = ("researcher", "admin")
 
 
 def aware(dt: datetime | None) -> datetime | None:
@@ -314,9 +315,13 @@ def undo_last(session: Session, user_id: int, lease_s: float = DEFAULT_LEASE_S) 
 
     def txn():
         undone = select(VerdictEvent.undoes).where(VerdictEvent.undoes.is_not(None)).scalar_subquery()
+        # a change made before its puzzle was requeued belongs to a closed review round: not undoable
+        rq = aliased(VerdictEvent)
+        requeued_later = exists().where(rq.puzzle_id == VerdictEvent.puzzle_id, rq.action == "requeue",
+                                        rq.id > VerdictEvent.id)
         ev = session.scalar(
             select(VerdictEvent).where(VerdictEvent.user_id == user_id, VerdictEvent.action == "set",
-                                       VerdictEvent.id.not_in(undone))
+                                       VerdictEvent.id.not_in(undone), ~requeued_later)
             .order_by(VerdictEvent.id.desc()).limit(1))
         if ev is None:
             return None
@@ -336,6 +341,50 @@ def undo_last(session: Session, user_id: int, lease_s: float = DEFAULT_LEASE_S) 
                                  undoes=ev.id, before=ev.after, after=ev.before))
         session.flush()
         return {"puzzle_id": ev.puzzle_id, "label": ev.label, "restored": ev.before}
+    return run_txn(session, txn)
+
+
+def requeue(session: Session, user_id: int, puzzle_id: str, reason: str = "") -> dict:
+    """Send a puzzle back to the curation queue (e.g. from the rollouts page, for a group whose answers
+    all scored the same): a new review round. Only researchers and admins may do it (checked here too,
+    not only by the page). The current puzzle and option verdicts of every curator are removed from the
+    current-verdict tables, so the status is pending again and `next_puzzle` hands the puzzle out to
+    any curator, including those who reviewed it before; nothing leaves the history: one "requeue" event
+    (who, when, reason, the status before) is appended, followed by one "cleared" event per removed
+    verdict (its curator as user, the verdict as `before`, no `after`), so replaying the history (as
+    the analytics do) gives the same current verdicts. Returns the new status and what was cleared."""
+
+    def txn():
+        _check_user_puzzle(session, user_id, puzzle_id)
+        user = session.get(User, user_id)
+        if user.role not in REQUEUE_ROLES:
+            raise UserError(f"only researchers and admins may send a puzzle back to the curation queue; "
+                            f"{user.name!r} is a {user.role}")
+        t = utcnow()
+        st = _lock_state(session, puzzle_id)      # serialises with verdicts on this puzzle
+        pvs = session.scalars(select(PuzzleVerdict).where(PuzzleVerdict.puzzle_id == puzzle_id)
+                              .order_by(PuzzleVerdict.id)).all()
+        ovs = session.scalars(select(OptionVerdict).where(OptionVerdict.puzzle_id == puzzle_id)
+                              .order_by(OptionVerdict.id)).all()
+        ev = VerdictEvent(user_id=user_id, puzzle_id=puzzle_id, label=None, action="requeue",
+                          before={"status": st.status, "n_reviews": st.n_reviews, "n_accept": st.n_accept},
+                          after={"status": "pending", "reason": reason or "",
+                                 "cleared": len(pvs) + len(ovs)}, created_at=t)
+        session.add(ev)
+        session.flush()                           # the requeue row comes before its cleared rows
+        for v in pvs:
+            session.add(VerdictEvent(user_id=v.user_id, puzzle_id=puzzle_id, label=None, action="cleared",
+                                     before=_pv_state(v), after=None, created_at=t))
+            session.delete(v)
+        for o in ovs:
+            session.add(VerdictEvent(user_id=o.user_id, puzzle_id=puzzle_id, label=o.label, action="cleared",
+                                     before=_ov_state(o), after=None, created_at=t))
+            session.delete(o)
+        session.flush()
+        _recount(session, st)
+        session.flush()
+        return {"puzzle_id": puzzle_id, "status": st.status, "event_id": ev.id,
+                "cleared_verdicts": len(pvs), "cleared_options": len(ovs)}
     return run_txn(session, txn)
 
 

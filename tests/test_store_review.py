@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from db import review
+from db import analytics, review
 from db.models import utcnow
 from db.models_curation import Lease, PuzzleVerdict, VerdictEvent
 from db.users import add_user, list_users, verify
@@ -186,3 +186,66 @@ def test_agreement_kappa(store_db):
         pa = review.puzzle_agreement(s, ids[0])
         assert pa["n_raters"] == 3 and pa["agreement"] == 1.0
         assert pa["options"][_distractor(recs[ids[0]])] == pytest.approx(1 / 3)   # 2 reject, 1 keep
+
+
+@pytest.fixture
+def fresh_analytics(store_db):
+    """The DuckDB copy is cached per database URL for the process, and the PostgreSQL test database is
+    reused (truncated) between tests: start and end with no cached copy."""
+    key = store_db.engine.url.render_as_string(hide_password=False)
+    analytics._caches.pop(key, None)
+    yield
+    analytics._caches.pop(key, None)
+
+
+def test_requeue_reopens_an_accepted_puzzle_for_its_curator(store_db, fresh_analytics):
+    recs = {r["id"]: r for r in store_db.records}
+    ids = sorted(recs)
+    p = ids[0]
+    d = _distractor(recs[p])
+    with store_db.Session() as s:
+        a, b = _users(s, "a", "b")
+        boss = add_user(s, "rita", "researcher", "pw-rita")[0].id
+        s.commit()
+        review.set_option_verdict(s, a, p, d, "reject", "too_easy")
+        for pid in ids[1:] + [p]:                          # a judges everything, p last
+            review.submit_verdict(s, a, pid, "accept")
+        assert review.next_puzzle(s, a) is None
+        assert review.puzzle_status(s, p)["status"] == "accepted"
+        assert _analytics_verdicts(store_db.engine) == (len(ids), len(ids))   # warms the DuckDB copy
+
+        with pytest.raises(UserError, match="only researchers and admins"):
+            review.requeue(s, b, p, reason="curators cannot")
+        with pytest.raises(UserError, match="no puzzle"):
+            review.requeue(s, boss, "nope")
+        assert review.puzzle_status(s, p)["status"] == "accepted"   # the refusal changed nothing
+
+        out = review.requeue(s, boss, p, reason="zero-variance group")
+        assert out["status"] == "pending" and out["cleared_verdicts"] == 1 and out["cleared_options"] == 1
+        st = review.puzzle_status(s, p)
+        assert (st["status"], st["n_reviews"], st["verdicts"], st["rejected_options"]) == ("pending", 0, [], {})
+        assert review.next_puzzle(s, a) == p               # offered again to the curator who accepted it
+        assert _analytics_verdicts(store_db.engine) == (len(ids) - 1, len(ids) - 1)   # replayed from history
+
+        hist = review.history(s, puzzle_id=p)              # newest first; the old verdicts are all still there
+        assert [(h["user"], h["action"], h["label"]) for h in hist] == [
+            ("a", "cleared", d), ("a", "cleared", None), ("rita", "requeue", None),
+            ("a", "set", None), ("a", "set", d)]
+        rq = hist[2]
+        assert rq["after"]["reason"] == "zero-variance group" and rq["before"]["status"] == "accepted"
+        assert rq["created_at"] is not None and hist[1]["before"]["verdict"] == "accept"
+
+        # a's latest change (accepting p) belongs to the closed round: undo skips it, reverts the one before
+        assert review.undo_last(s, a)["puzzle_id"] == ids[-1]
+        assert review.puzzle_status(s, p)["status"] == "pending"
+        review.submit_verdict(s, a, p, "reject", reason="second look")  # the new round counts
+        assert review.puzzle_status(s, p)["status"] == "rejected"
+        assert _analytics_verdicts(store_db.engine) == (len(ids) - 1, len(ids) - 2)
+        n_events = s.scalar(select(func.count()).select_from(VerdictEvent).where(VerdictEvent.puzzle_id == p))
+        assert n_events == 6                               # append-only: 5 before + the new verdict
+
+
+def _analytics_verdicts(engine) -> tuple[int, int]:
+    """(decisive verdicts, accepts) as the DuckDB analytics see them."""
+    rows = analytics.acceptance_by_video(engine)
+    return sum(r["verdicts"] for r in rows), sum(r["accepted"] for r in rows)

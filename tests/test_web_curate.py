@@ -93,21 +93,29 @@ def test_curator_reviews_five_puzzles_with_keyboard(web_app, browser):
     page.keyboard.type("a r s u 1 2")
     page.wait_for_timeout(700)
     assert current(page) == after and _count_events(web_app, "cora") == n_events
+    # what was typed is the note of the next verdict: skip the 6th puzzle with it
+    page.eval_on_selector("#mvp-note textarea, #mvp-note input", "e => e.blur()")
+    press_and_wait_new(page, "s", after)
+    assert page.input_value("#mvp-note textarea, #mvp-note input") == ""
 
-    # decisive verdicts: p1..p4 (progress arrives in a chained event, just after the puzzle)
+    # decisive verdicts: p1..p4 (progress is fetched after each confirmed verdict)
     page.wait_for_function("() => document.querySelector('#mvp-mine-reviewed')?.innerText === '4'")
     shot(page, "curate_done")
+    page.wait_for_function("() => window.mvpConfirmed.length >= 7")   # the last skip is recorded
     confirmed = page.evaluate("() => window.mvpConfirmed")
-    assert len(confirmed) == 6 and all(c["guessed"] and c["hit"] for c in confirmed), confirmed
+    assert len(confirmed) == 7 and all(c["guessed"] and c["hit"] for c in confirmed), confirmed
 
     uid = web_app.user_id("cora")
     with web_app.Session() as s:
-        pv = {v.puzzle_id: v.verdict for v in s.scalars(select(PuzzleVerdict).where(PuzzleVerdict.user_id == uid))}
+        pvs = {v.puzzle_id: v for v in s.scalars(select(PuzzleVerdict).where(PuzzleVerdict.user_id == uid))}
+        pv = {k: v.verdict for k, v in pvs.items()}
+        notes = {k: v.reason for k, v in pvs.items() if v.reason}
         ov = {(o.puzzle_id, o.label): (o.verdict, o.reason_code)
               for o in s.scalars(select(OptionVerdict).where(OptionVerdict.user_id == uid))}
         undos = s.scalars(select(VerdictEvent).where(VerdictEvent.user_id == uid,
                                                      VerdictEvent.action == "undo")).all()
-    assert pv == {p1: "accept", p2: "accept", p3: "reject", p4: "reject", p5: "skip"}
+    assert pv == {p1: "accept", p2: "accept", p3: "reject", p4: "reject", p5: "skip", after: "skip"}
+    assert notes == {after: "a r s u 1 2"}
     assert ov == {(p2, label): ("reject", "too_easy")}
     assert len(undos) == 1 and undos[0].puzzle_id == p4
     ctx.close()

@@ -48,10 +48,14 @@ def test_researcher_sees_a_videos_rollouts(web_app, browser):
 
 
 def test_zero_variance_group_is_flagged(web_app, browser):
+    from db import review
     from db.models import Puzzle, Video
+    from db.models_curation import VerdictEvent
     with web_app.Session() as s:
         first = s.scalars(select(Puzzle.id).order_by(Puzzle.id)).first()      # its base answers are identical
         vpath = s.scalar(select(Video.path).join(Puzzle, Puzzle.video_id == Video.id).where(Puzzle.id == first))
+        review.submit_verdict(s, web_app.user_id("ada"), first, "accept")      # judged, out of the queue
+        assert review.puzzle_status(s, first)["status"] == "accepted"
     ctx, page = login(browser, web_app, "rhea", path="/rollouts/")
     page.wait_for_selector(".mvp-answer-row", timeout=30000)
     pick(page, "ro-video", vpath.rsplit("/", 1)[-1])
@@ -59,6 +63,16 @@ def test_zero_variance_group_is_flagged(web_app, browser):
     page.wait_for_selector("#ro-left [data-zero-variance]", timeout=15000)
     assert "ZERO VARIANCE" in page.input_value("#ro-puzzle input")
     shot(page, "rollouts_zero_variance")
+    # one click sends it back to the curation queue: pending again, the requeue in the history
+    page.click("#ro-requeue")
+    page.wait_for_selector(f"#ro-msg:has-text('{first} is back in the curation queue')", timeout=15000)
+    with web_app.Session() as s:
+        st = review.puzzle_status(s, first)
+        assert (st["status"], st["verdicts"]) == ("pending", [])
+        ev = s.scalars(select(VerdictEvent).where(VerdictEvent.puzzle_id == first,
+                                                  VerdictEvent.action == "requeue")).all()
+        assert [(e.user_id, e.after["reason"]) for e in ev] == [
+            (web_app.user_id("rhea"), "zero-variance group in rollouts")]
     ctx.close()
 
 
