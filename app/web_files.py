@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 
 from mvp_core.errors import UserError
 
-THUMB_SIDE = 240          # longest side of the frames shown in filmstrips and option pools
+from mvp_core.frames import THUMB_SIDE  # noqa: E402  longest side of filmstrip/option thumbnails
 
 
 class PathRefused(UserError):

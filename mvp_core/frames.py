@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 JPEG_QUALITY = 90
+THUMB_SIDE = 240  # longest side of the thumbnails the web app shows; synthesis writes them with the frames
 
 
 def encode_jpeg(img: np.ndarray, quality: int = JPEG_QUALITY) -> bytes:
@@ -60,7 +61,7 @@ class FrameStore:
         with Image.open(self.path(uri)) as im:
             return np.array(im.convert("RGB"))  # writable: torch warns on read-only arrays
 
-    def thumbnail(self, uri: str, max_side: int = 160) -> Path:
+    def thumbnail(self, uri: str, max_side: int = THUMB_SIDE) -> Path:
         """A cached smaller JPEG for filmstrips; stored beside the frame store."""
         from PIL import Image
         src = self.path(uri)

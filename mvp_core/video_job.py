@@ -88,6 +88,8 @@ def _process(path: Path, cfg: SynthConfig, data_dir: str) -> VideoResult:
     store = FrameStore(data_dir)
     used = sorted({i for lay in layouts for i in lay.seq + lay.distractors})
     uris = {i: store.put_bytes(jpegs[i]) for i in used}
+    for uri in uris.values():  # the curation page shows thumbnails: make them now, not on the first click
+        store.thumbnail(uri)
     records = [_record(lay, video, times, uris, cfg, kappa, fps).to_dict() for lay in layouts]
     return VideoResult(str(path), True, "", asdict(video), records, fps, len(times), len(used))
 
