@@ -82,6 +82,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip-long", action="store_true")
+    ap.add_argument("--only", nargs="*", default=None, help="corpora to run (trailer corpus8 long10m)")
     args = ap.parse_args()
     import sample_videos
     videos = {p.stem: p for p in sample_videos.fetch()}
@@ -91,6 +92,8 @@ def main() -> None:
               f"{'videos/s':>9}{'puzzles/s':>10}{'peak RSS MB':>12}")
         medians = {}
         for name, paths in corpora.items():
+            if args.only and name not in args.only:
+                continue
             for w in ([1] if name == "long10m" else [1, 2]):
                 reps = 1 if name == "long10m" else args.repeats
                 runs = []
@@ -106,7 +109,8 @@ def main() -> None:
                 print(f"{name:<9}{w:>3}{len(paths):>7}{npz:>8}{sy:>9.2f}{fl:>9.2f}{ratio:>7.2f}"
                       f"{len(paths) / sy:>9.2f}{npz / sy:>10.2f}{rss:>12.0f}", flush=True)
         for name in ("trailer", "corpus8"):
-            print(f"speed-up 2 workers vs 1 on {name}: {medians[(name, 1)] / medians[(name, 2)]:.2f}x")
+            if (name, 2) in medians:
+                print(f"speed-up 2 workers vs 1 on {name}: {medians[(name, 1)] / medians[(name, 2)]:.2f}x")
 
 
 if __name__ == "__main__":

@@ -51,10 +51,11 @@ def test_zero_variance_group_is_flagged(web_app, browser):
     from db import review
     from db.models import Puzzle, Video
     from db.models_curation import VerdictEvent
+    ada, rhea = web_app.user_id("ada"), web_app.user_id("rhea")   # own sessions: not inside another (SQLite)
     with web_app.Session() as s:
         first = s.scalars(select(Puzzle.id).order_by(Puzzle.id)).first()      # its base answers are identical
         vpath = s.scalar(select(Video.path).join(Puzzle, Puzzle.video_id == Video.id).where(Puzzle.id == first))
-        review.submit_verdict(s, web_app.user_id("ada"), first, "accept")      # judged, out of the queue
+        review.submit_verdict(s, ada, first, "accept")                         # judged, out of the queue
         assert review.puzzle_status(s, first)["status"] == "accepted"
     ctx, page = login(browser, web_app, "rhea", path="/rollouts/")
     page.wait_for_selector(".mvp-answer-row", timeout=30000)
@@ -72,7 +73,7 @@ def test_zero_variance_group_is_flagged(web_app, browser):
         ev = s.scalars(select(VerdictEvent).where(VerdictEvent.puzzle_id == first,
                                                   VerdictEvent.action == "requeue")).all()
         assert [(e.user_id, e.after["reason"]) for e in ev] == [
-            (web_app.user_id("rhea"), "zero-variance group in rollouts")]
+            (rhea, "zero-variance group in rollouts")]
     ctx.close()
 
 
