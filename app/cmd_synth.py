@@ -83,13 +83,15 @@ def run(args) -> int:
         bar.update(1)
         bar.set_postfix(puzzles=stats["puzzles"], skipped=stats["skipped"])
 
+    # largest files first: the long videos start early and the small ones fill in (fewer idle workers at the end)
+    order = sorted(todo, key=lambda p: -todo[p][1])
     if todo:
         if args.engine == "ray":
             from mvp_core.ray_engine import run_ray
-            run_ray(list(todo), cfg, str(data), args.workers, args.timeout, on_result, args.ray_address)
+            run_ray(order, cfg, str(data), args.workers, args.timeout, on_result, args.ray_address)
         else:
             from mvp_core.workers import run_local
-            run_local(list(todo), cfg, str(data), args.workers, args.timeout, on_result)
+            run_local(order, cfg, str(data), args.workers, args.timeout, on_result)
     bar.close()
     n_records = write_jsonl(Session_, data / "puzzles.jsonl")
     secs = time.perf_counter() - t0

@@ -56,7 +56,8 @@ def synth_seconds(paths: list[str], workers: int) -> tuple[float, int, float]:
             stats["puzzles"] += save_result(Session_, file_key(Path(res.path)), cfg.key(), res)
             stats["rss"] = max(stats["rss"], res.peak_rss_mb)
         t0 = time.perf_counter()
-        run_local(paths, cfg, data, workers, 3600, on_result)
+        order = sorted(paths, key=lambda p: -Path(p).stat().st_size)  # as `mvp synth` does
+        run_local(order, cfg, data, workers, 3600, on_result)
         return time.perf_counter() - t0, stats["puzzles"], stats["rss"]
 
 
