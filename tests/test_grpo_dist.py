@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+import torch
 import yaml
 from safetensors.torch import load_file
 
@@ -94,3 +95,7 @@ def test_torchrun_fsdp_saves_full_checkpoint_and_resumes(torchrun_runs):
     assert any(not (saved[k] == orig[k]).all() for k in saved)      # trained, not the initial weights
     assert "resuming from" in resumed and "step_000001" in resumed
     assert [m["step"] for m in read_metrics(run)] == [1, 2] and read_status(run)["state"] == "finished"
+    # resumed with max_steps 1 -> 2: step 2 runs on the new linear schedule (not the old one's lr 0)
+    assert read_metrics(run)[1]["lr"] == pytest.approx(5e-4)
+    step2 = load_file(str(run / "checkpoints" / "step_000002" / "model.safetensors"))
+    assert any(not torch.equal(saved[k], step2[k]) for k in saved)

@@ -171,3 +171,22 @@ def test_cli_sigterm_saves_and_exits_cleanly(grpo_settings, tmp_path, capsys):
     assert f"resuming from {ckpt} (step {st['step']})" in capsys.readouterr().out
     assert read_status(run)["state"] == "finished"
     assert [m["step"] for m in read_metrics(run)] == list(range(1, st["step"] + 2))
+
+
+
+def test_resume_with_more_steps_follows_the_new_schedule(grpo_settings, tmp_path):
+    """1 step of a 1-step linear schedule, then --resume with max_steps=2: step 2 runs at the new
+    schedule's lr (learning_rate x 1/2), not the old schedule's end value 0, and moves the weights."""
+    from mvp_core.grpo.model_setup import lr_factor
+    small = dict(save_total_limit=0, max_completion_length=4, save_steps=1)
+    run = tmp_path / "run"
+    assert train(load_config(None, grpo_settings(max_steps=1, **small)))["step"] == 1
+    cfg2 = load_config(None, grpo_settings(max_steps=2, **small))
+    second = train(cfg2, resume=True)
+    assert second["state"] == "finished" and second["step"] == 2
+    m = read_metrics(run)
+    assert [r["step"] for r in m] == [1, 2]
+    assert m[0]["lr"] == pytest.approx(1e-3)                        # step 1: first step of any linear schedule
+    assert m[1]["lr"] == pytest.approx(1e-3 * lr_factor(1, cfg2)) == pytest.approx(5e-4)
+    w1, w2 = _weights(run, 1), _weights(run, 2)
+    assert any(not torch.equal(w1[k], w2[k]) for k in w1), "step 2 did not change the weights"

@@ -22,7 +22,7 @@ from mvp_core.grpo import batching, checkpoint, distributed as D, rewards
 from mvp_core.grpo.config import GRPOConfig
 from mvp_core.grpo.data import PuzzleSet
 from mvp_core.grpo.loss import entropy_from_logits, group_advantages, grpo_loss, selective_log_softmax
-from mvp_core.grpo.model_setup import load_model, make_optimizer, reference_model, use_bf16
+from mvp_core.grpo.model_setup import load_model, make_optimizer, reference_model, resume_schedule, use_bf16
 from mvp_core.grpo.rundir import RunDir
 from mvp_core.grpo.runlog import RunLogger, step_metrics
 
@@ -94,6 +94,8 @@ def _train(cfg: GRPOConfig, resume: bool, on_step, info: D.DistInfo, stop: StopF
     if ckpt is not None:
         full = (lambda st: D.load_optimizer_full_state(train_model, optimizer, st)) if (cfg.fsdp and info.enabled) else None
         checkpoint.load_optimizer_state(ckpt, optimizer, scheduler, full)
+        # The schedule follows this config (max_steps/warm-up/lr may differ from the saved run's).
+        resume_schedule(optimizer, scheduler, cfg, start_step)
     # Sampling differs across ranks; restored exactly on resume.
     torch.manual_seed(cfg.seed * 1000 + info.rank)
     if ckpt is not None and not checkpoint.load_rng(ckpt, info.rank):
@@ -115,12 +117,13 @@ def _train(cfg: GRPOConfig, resume: bool, on_step, info: D.DistInfo, stop: StopF
         puzzles = data.puzzles_for_step(step, info.rank, info.world)
         ctx = StepContext(cfg, info, train_model, model, ref, processor, eos_ids, pad_id, bf16)
         out = run_step(ctx, puzzles, data)
+        lr = optimizer.param_groups[0]["lr"]   # the lr this step applies (read before the schedule steps)
         gn = clip_and_step(cfg, train_model, optimizer, scheduler, ctx)
         step += 1
         t_log = time.perf_counter()
         log.completions(step, out["rows"], save=cfg.save_completions)
         ctx.timer["other"] += time.perf_counter() - t_log
-        metrics = step_metrics(out, step, info, grad_norm=gn, lr=scheduler.get_last_lr()[0],
+        metrics = step_metrics(out, step, info, grad_norm=gn, lr=float(lr),
                                step_s=time.perf_counter() - t0, epoch=data.epoch_of(step, info.world))
         log.metrics(step, metrics)
         last_metrics = metrics

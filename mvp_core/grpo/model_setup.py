@@ -103,6 +103,22 @@ def make_optimizer(model, cfg: GRPOConfig):
     return opt, sched
 
 
+def resume_schedule(optimizer, scheduler, cfg: GRPOConfig, step: int) -> None:
+    """Put the LR schedule of the *current* config at optimizer step `step` after a checkpoint's
+    optimizer/scheduler state was loaded. The loaded param-group lr is the old schedule's next
+    value: resuming a 1-step linear run with max_steps=2 would take step 2 at lr 0 (the old
+    schedule's end). Same value as LambdaLR's own `base_lr * lambda(last_epoch)`, so a resume
+    under the same config stays bit-exact."""
+    lr = cfg.learning_rate * lr_factor(step, cfg)
+    for group in optimizer.param_groups:
+        group["initial_lr"] = cfg.learning_rate
+        group["lr"] = lr
+    scheduler.base_lrs = [cfg.learning_rate] * len(optimizer.param_groups)
+    scheduler.last_epoch = step
+    # get_last_lr() reads this; torch keeps it as a copy of the groups' lr.
+    scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]
+
+
 def lr_factor(step: int, cfg: GRPOConfig) -> float:
     """Multiplier of learning_rate at optimizer step `step` (0-based): linear warm-up (starting at
     1/(warmup+1), not 0, so the first step is not wasted), then constant, linear or cosine to 0."""
