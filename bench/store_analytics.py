@@ -3,7 +3,8 @@ warm (no new rows) and after 1,000 new verdict events (incremental pull). Target
 
 Data: 100k synthetic puzzles (7 options, 5 distractors), 20 curators; two curators judge each puzzle
 and reject each distractor with probability 0.5 (1,000,000 option-verdict events), plus 100k
-rollouts. Written straight into the history table (what the review API appends).
+rollouts. Written straight into the history table and the current option verdicts (what the review
+API writes; the cold first call reads the option verdicts from the current table).
 
 `--baseline FILE` (a copy of an older db/analytics.py) times its questions side by side, alternating
 call by call with the current module on the same database (each module keeps its own DuckDB cache).
@@ -27,31 +28,34 @@ from sqlalchemy import insert, text  # noqa: E402
 
 def fill(eng, n: int) -> None:
     from bench.store_common import add_puzzles, add_users
-    from db.models_curation import VerdictEvent
+    from db.models_curation import OptionVerdict, VerdictEvent
     from db.models_runs import Rollout, Run
     ids = add_puzzles(eng, n)
     users = add_users(eng, 20)
     rng = random.Random(1)
     with eng.connect() as c:
         labels = {}
-        for pid, lab, kind in c.execute(text("SELECT puzzle_id, label, kind FROM options")):
-            labels.setdefault(pid, []).append((lab, kind))
-    batch = []
+        for oid, pid, lab, kind in c.execute(text("SELECT id, puzzle_id, label, kind FROM options")):
+            labels.setdefault(pid, []).append((lab, kind, oid))
+    batch, current = [], []
     for i, pid in enumerate(ids):
         for u in (users[i % 20], users[(i + 7) % 20]):
             v = "accept" if rng.random() < 0.7 else "reject"
             batch.append({"user_id": u, "puzzle_id": pid, "label": None, "action": "set", "before": None,
                           "after": {"verdict": v, "reason": "", "seconds": round(rng.uniform(2, 30), 1)}})
-            for lab, kind in labels[pid]:
+            for lab, kind, oid in labels[pid]:
                 if kind != "target":
                     rej = rng.random() < 0.5
+                    after = {"verdict": "reject" if rej else "keep",
+                             "reason_code": "near_duplicate" if rej else None, "note": ""}
                     batch.append({"user_id": u, "puzzle_id": pid, "label": lab, "action": "set", "before": None,
-                                  "after": {"verdict": "reject" if rej else "keep",
-                                            "reason_code": "near_duplicate" if rej else None, "note": ""}})
+                                  "after": after})
+                    current.append({"puzzle_id": pid, "option_id": oid, "label": lab, "user_id": u} | after)
         if len(batch) >= 50_000 or i == len(ids) - 1:
-            with eng.begin() as c:
+            with eng.begin() as c:   # the history and the current option verdicts, as the review API writes
                 c.execute(insert(VerdictEvent), batch)
-            batch = []
+                c.execute(insert(OptionVerdict), current)
+            batch, current = [], []
     with eng.begin() as c:
         c.execute(insert(Run), [{"id": "r1", "name": "r1", "kind": "rollout", "model_path": "m", "set_name": None,
                                  "config": {}, "status": "done", "dir": ""}])

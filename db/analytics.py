@@ -4,8 +4,10 @@ question, each returning a list of row dicts the UI can chart.
 Speed: the pulled tables are append-only or insert-only (options, puzzles, the verdict history,
 rollouts, set items), so a per-database cache pulls only rows past its last id on each call, and the
 current verdicts are re-derived in DuckDB from the history (the last event per curator and puzzle or
-option; an undo's event carries the restored state). The first call in a process pulls everything;
-later calls pull the new rows only. DuckDB's json and core functions are built in: no extensions.
+option; an undo's event carries the restored state). Later calls pull the new rows only. The first
+call in a process does not replay the whole history: it replays only the puzzle-verdict events and
+reads the current option rejects from `option_verdicts` (see `_Cache._cold_events`); big pulls from
+PostgreSQL come through ADBC as Arrow. DuckDB's json and core functions are built in: no extensions.
 
 Puzzles are keyed in DuckDB by `pk = hash(puzzle_id)` (64-bit), computed once when rows are pulled:
 every question joins on integers instead of 20-character ids (collision odds ~n^2/2^65, about 3e-10
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
+from operator import itemgetter
 
 import duckdb
 import pyarrow as pa
@@ -22,16 +25,62 @@ from sqlalchemy.engine import Engine
 
 from db.engine import read_engine
 from db.models import Option, Puzzle
-from db.models_curation import CuratedSet, SetItem, User, VerdictEvent
+from db.models_curation import CuratedSet, OptionVerdict, SetItem, User, VerdictEvent
 from db.models_runs import Rollout, Run
 
 HARDNESS_BINS = (0.0, 0.5, 0.7, 0.8, 0.9, 0.95, 1.01)
+# (name, DuckDB type) of each pulled column
+_OPTION_COLS = [("id", "BIGINT"), ("puzzle_id", "VARCHAR"), ("label", "VARCHAR"), ("kind", "VARCHAR"),
+                ("difficulty", "DOUBLE")]
+_EVENT_COLS = [("id", "BIGINT"), ("user_id", "BIGINT"), ("puzzle_id", "VARCHAR"), ("label", "VARCHAR"),
+               ("after", "VARCHAR"), ("created_at", "VARCHAR")]
+_ROLLOUT_COLS = [("id", "BIGINT"), ("run_id", "VARCHAR"), ("puzzle_id", "VARCHAR"), ("chosen", "VARCHAR"),
+                 ("total", "DOUBLE"), ("exact", "DOUBLE")]
 
 
-def _arrow(conn, stmt, names: list[str]) -> pa.Table:
+# A pull of more rows than this (the first call in a process, or a long gap) is a bulk pull: on
+# PostgreSQL it goes through the Arrow-native ADBC driver (COPY in binary, Arrow buffers filled in C)
+# instead of psycopg's fetchall plus a tuple-to-Arrow conversion. Smaller pulls keep the pooled
+# connection (opening an ADBC connection costs a few ms, which warm calls should not pay).
+BULK_MIN_ROWS = 20_000
+
+
+def _adbc_connect(engine: Engine):
+    """An autocommit ADBC connection to the engine's PostgreSQL database, or None (other backends).
+    Autocommit: an open read transaction would pin an old snapshot.
+
+    Not for SQLite: the ADBC SQLite driver links its own copy of the SQLite library, and two copies in
+    one process break each other's POSIX file locks on the same database (closing one copy's file
+    descriptor drops the other's locks): tried, it gave stale reads and "disk I/O error" on the
+    sqlite3 connections of the same process."""
+    url = engine.url
+    if url.get_backend_name() == "postgresql":
+        import adbc_driver_postgresql.dbapi
+        uri = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        return adbc_driver_postgresql.dbapi.connect(uri, autocommit=True)
+    return None
+
+
+def _arrow_adbc(adbc, dialect, stmt, names: list[str]) -> pa.Table:
+    sql = str(stmt.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
+    cur = adbc.cursor()
+    try:
+        cur.execute(sql)
+        t = cur.fetch_arrow_table()
+    finally:
+        cur.close()
+    return t.rename_columns(names)
+
+
+_PA_TYPES = {"BIGINT": pa.int64(), "VARCHAR": pa.string(), "DOUBLE": pa.float64()}
+
+
+def _arrow(conn, stmt, names: list[str], types: list[str] | None = None) -> pa.Table:
     """Run a Core select on the raw DBAPI cursor (plain tuples: no Row objects, no per-value type
     processing) and build an Arrow table column by column. Only integer cursors are bound, so the
-    statement is rendered with literal values."""
+    statement is rendered with literal values. With `types` (DuckDB type names) the Arrow arrays are
+    built typed: ~3x faster than letting Arrow infer them, and `map(itemgetter)` per column is ~2x
+    faster than transposing with zip(*rows) (700k options: 0.5 s instead of 1.8 s)."""
     sql = str(stmt.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
     cur = conn.connection.dbapi_connection.cursor()
     try:
@@ -41,7 +90,10 @@ def _arrow(conn, stmt, names: list[str]) -> pa.Table:
         cur.close()
     if not rows:
         return pa.table({n: pa.array([], pa.null()) for n in names})
-    return pa.table({n: pa.array(c) for n, c in zip(names, zip(*rows))})
+    if types is None:
+        return pa.table({n: pa.array(c) for n, c in zip(names, zip(*rows))})
+    return pa.table({n: pa.array(list(map(itemgetter(i), rows)), type=_PA_TYPES[t])
+                     for i, (n, t) in enumerate(zip(names, types))})
 
 
 class _Cache:
@@ -57,12 +109,13 @@ class _Cache:
         self.tables: set[str] = set()
         self.db.execute('CREATE TABLE pv (user_id BIGINT, pk UBIGINT, verdict VARCHAR, "seconds" DOUBLE, '
                         'created_at TIMESTAMP)')
-        # ov carries its option's kind and difficulty (options never change), so the reject rows need
-        # no join with options; okind = distractors per (puzzle, kind), grown with each options batch.
+        # ov = the current option *rejects* (a keep, or no row, never counts); it carries its option's
+        # kind and difficulty (options never change), so the reject rows need no join with options;
+        # okind = distractors per (puzzle, kind), grown with each options batch.
         self.db.execute("CREATE TABLE ov (user_id BIGINT, pk UBIGINT, label VARCHAR, verdict VARCHAR, "
                         "reason_code VARCHAR, kind VARCHAR, difficulty DOUBLE)")
         self.db.execute("CREATE TABLE options (id BIGINT, pk UBIGINT, label VARCHAR, kind VARCHAR, "
-                        "difficulty DOUBLE, source_video_id VARCHAR)")
+                        "difficulty DOUBLE)")
         self.db.execute("CREATE TABLE okind (pk UBIGINT, kind VARCHAR, n BIGINT)")
         # rejd = the distractor rejects that count: an option reject whose curator's puzzle verdict is
         # decisive. Re-derived for the (puzzle, curator) pairs each batch of events touches, so no
@@ -73,18 +126,17 @@ class _Cache:
     def refresh(self) -> None:
         with self.lock, self.engine.connect() as conn:
             self._pull(conn, "options", Option.id,
-                       select(Option.id, Option.puzzle_id, Option.label, Option.kind, Option.difficulty,
-                              Option.source_video_id),
-                       ["id", "puzzle_id", "label", "kind", "difficulty", "source_video_id"], self._options)
+                       select(Option.id, Option.puzzle_id, Option.label, Option.kind, Option.difficulty),
+                       _OPTION_COLS, self._options)
             # JSON and timestamps come as text (no per-row Python parsing); DuckDB parses them.
             self._pull(conn, "events", VerdictEvent.id,
                        select(VerdictEvent.id, VerdictEvent.user_id, VerdictEvent.puzzle_id, VerdictEvent.label,
                               cast(VerdictEvent.after, Text), cast(VerdictEvent.created_at, Text)),
-                       ["id", "user_id", "puzzle_id", "label", "after", "created_at"], self._events)
+                       _EVENT_COLS, self._events)
             self._pull(conn, "rollouts", Rollout.id,
                        select(Rollout.id, Rollout.run_id, Rollout.puzzle_id, cast(Rollout.chosen_labels, Text),
                               Rollout.total, Rollout.exact),
-                       ["id", "run_id", "puzzle_id", "chosen", "total", "exact"], self._rollouts)
+                       _ROLLOUT_COLS, self._rollouts)
             self._pull_set_items(conn)
             n = conn.scalar(select(func.count()).select_from(Puzzle))
             if n != self.n_puzzles:   # puzzles are only ever added; re-pull the small id->video map
@@ -109,8 +161,28 @@ class _Cache:
             self.db.execute(f"CREATE TABLE {name} AS {sql}")
             self.tables.add(name)
 
-    def _pull(self, conn, key, id_col, stmt, names, transform=None) -> None:
-        delta = _arrow(conn, stmt.where(id_col > self.cursor[key]).order_by(id_col), names)
+    def _fetch(self, conn, stmt, cols: list[tuple[str, str]], n_hint: int) -> pa.Table:
+        """Rows of a Core select as Arrow: on PostgreSQL through ADBC when about `n_hint` >
+        BULK_MIN_ROWS rows are expected, else through the pooled connection's DBAPI cursor.
+        `cols`: (name, DuckDB type) of each column."""
+        names, types = [n for n, _ in cols], [t for _, t in cols]
+        adbc = _adbc_connect(self.engine) if n_hint > BULK_MIN_ROWS else None
+        if adbc is None:
+            return _arrow(conn, stmt, names, types)
+        try:
+            return _arrow_adbc(adbc, conn.dialect, stmt, names)
+        finally:
+            adbc.close()
+
+    def _pull(self, conn, key, id_col, stmt, cols, transform=None) -> None:
+        last = conn.scalar(select(func.max(id_col)))
+        if last is None or last <= self.cursor[key]:
+            return
+        if key == "events" and self.cursor[key] == 0:
+            self._cold_events(conn, stmt, cols, last)
+            return
+        delta = self._fetch(conn, stmt.where(id_col > self.cursor[key]).order_by(id_col), cols,
+                            last - self.cursor[key])
         if not delta.num_rows:
             return
         self.cursor[key] = delta.column("id")[-1].as_py()
@@ -123,8 +195,48 @@ class _Cache:
         finally:
             self.db.unregister("_delta")
 
+    def _cold_events(self, conn, stmt, cols, last: int) -> None:
+        """First pull of the history: the puzzle verdicts are replayed from their events up to `last`
+        (they need each event's time and seconds), but the option verdicts, most of the history, come
+        from the current `option_verdicts` table, read after `last`. That table may already hold
+        changes made after event `last`; the next pull replays those events, and replaying an event
+        whose change is already applied gives the same state again (the last event per key wins), so
+        the copy converges to exactly what replaying the whole history gives."""
+        pv = self._fetch(conn, stmt.where(VerdictEvent.label.is_(None), VerdictEvent.id <= last), cols, last)
+        if pv.num_rows:
+            self.db.register("_delta", pv)
+            try:
+                self._events()
+            finally:
+                self.db.unregister("_delta")
+        self.cursor["events"] = last
+        # Only the rejects (`ov` holds no keeps), keyed by option id: no strings to move. An option
+        # written after this call's options pull (rare) is read with its puzzle id and label instead;
+        # the next options pull gives it its kind.
+        ov, rej, known = OptionVerdict, OptionVerdict.verdict == "reject", self.cursor["options"]
+        self._insert_delta(
+            self._fetch(conn, select(ov.option_id, ov.user_id, ov.reason_code).where(rej, ov.option_id <= known),
+                        [("option_id", "BIGINT"), ("user_id", "BIGINT"), ("reason_code", "VARCHAR")], last),
+            """INSERT INTO ov SELECT d.user_id, o.pk, o.label, 'reject', d.reason_code, o.kind, o.difficulty
+               FROM _delta d JOIN options o ON o.id = d.option_id""")
+        self._insert_delta(
+            _arrow(conn, select(ov.user_id, ov.puzzle_id, ov.label, ov.reason_code).where(rej, ov.option_id > known),
+                   ["user_id", "puzzle_id", "label", "reason_code"], ["BIGINT", "VARCHAR", "VARCHAR", "VARCHAR"]),
+            """INSERT INTO ov SELECT user_id, hash(puzzle_id), label, 'reject', reason_code, NULL, NULL
+               FROM _delta""")
+        self.db.execute("CREATE OR REPLACE TEMP TABLE _keys AS SELECT DISTINCT pk, user_id FROM ov")
+        self._rederive_rejd()
+
+    def _insert_delta(self, t: pa.Table, sql: str) -> None:
+        if t.num_rows:
+            self.db.register("_delta", t)
+            try:
+                self.db.execute(sql)
+            finally:
+                self.db.unregister("_delta")
+
     def _options(self) -> None:
-        self.db.execute("""INSERT INTO options SELECT id, hash(puzzle_id), label, kind, difficulty, source_video_id
+        self.db.execute("""INSERT INTO options SELECT id, hash(puzzle_id), label, kind, difficulty
                            FROM _delta""")
         self.db.execute("""INSERT INTO okind SELECT hash(puzzle_id), kind, count(*) FROM _delta
                            WHERE kind <> 'target' GROUP BY ALL""")
@@ -139,23 +251,26 @@ class _Cache:
 
     def _events(self) -> None:
         """Apply a batch of history events: the last event per key replaces the current verdict."""
+        # Keep the last event per key first, then parse only what each kind of row needs: JSON once per
+        # row (a multi-path extract), timestamps only for puzzle verdicts.
         self.db.execute("""CREATE OR REPLACE TEMP TABLE _ev AS
-            SELECT id, user_id, hash(puzzle_id) AS pk, label, TRY_CAST(created_at AS TIMESTAMP) AS created_at,
-                   json_extract_string("after", '$.verdict') AS verdict,
-                   json_extract_string("after", '$.reason_code') AS reason_code,
-                   TRY_CAST(json_extract("after", '$.seconds') AS DOUBLE) AS "seconds"
-            FROM _delta
-            QUALIFY row_number() OVER (PARTITION BY user_id, pk, label ORDER BY id DESC) = 1""")
+            SELECT user_id, hash(puzzle_id) AS pk, label, arg_max("after", id) AS "after",
+                   arg_max(created_at, id) AS created_at
+            FROM _delta GROUP BY user_id, pk, label""")
         self.db.execute("""DELETE FROM pv USING _ev WHERE _ev.label IS NULL
                            AND pv.user_id = _ev.user_id AND pv.pk = _ev.pk""")
-        self.db.execute("""INSERT INTO pv SELECT user_id, pk, verdict, "seconds", created_at FROM _ev
-                           WHERE label IS NULL AND verdict IS NOT NULL""")
+        self.db.execute("""INSERT INTO pv SELECT user_id, pk, j[1], TRY_CAST(j[2] AS DOUBLE),
+                                  TRY_CAST(created_at AS TIMESTAMP)
+                           FROM (SELECT *, json_extract_string("after", ['$.verdict', '$.seconds']) AS j
+                                 FROM _ev WHERE label IS NULL)
+                           WHERE j[1] IS NOT NULL""")
         self.db.execute("""DELETE FROM ov USING _ev WHERE _ev.label IS NOT NULL AND ov.user_id = _ev.user_id
                            AND ov.pk = _ev.pk AND ov.label = _ev.label""")
-        self.db.execute("""INSERT INTO ov SELECT e.user_id, e.pk, e.label, e.verdict, e.reason_code, o.kind,
-                                  o.difficulty
-                           FROM _ev e LEFT JOIN options o ON o.pk = e.pk AND o.label = e.label
-                           WHERE e.label IS NOT NULL AND e.verdict IS NOT NULL""")
+        self.db.execute("""INSERT INTO ov SELECT e.user_id, e.pk, e.label, e.j[1], e.j[2], o.kind, o.difficulty
+                           FROM (SELECT *, json_extract_string("after", ['$.verdict', '$.reason_code']) AS j
+                                 FROM _ev WHERE label IS NOT NULL) e
+                           LEFT JOIN options o ON o.pk = e.pk AND o.label = e.label
+                           WHERE e.j[1] = 'reject'""")
         self.db.execute("CREATE OR REPLACE TEMP TABLE _keys AS SELECT DISTINCT pk, user_id FROM _ev")
         self._rederive_rejd()
         self.db.execute("DROP TABLE _ev")

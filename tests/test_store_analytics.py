@@ -1,6 +1,8 @@
 """DuckDB analytics on both engines, checked against counts computed by hand from the same verdicts."""
 from __future__ import annotations
 
+import pytest
+
 from db import analytics, review
 from db.models_runs import Rollout, Run
 from db.sets import freeze_set
@@ -73,3 +75,54 @@ def test_analytics_questions(store_db):
     picks = {r["kind"]: r["picks"] for r in analytics.model_picks_by_kind(eng, run_id="r1")}
     assert picks == want
     assert abs(sum(r["share"] for r in analytics.model_picks_by_kind(eng)) - 1.0) < 1e-3
+
+
+@pytest.fixture
+def fresh_analytics(store_db):
+    """No DuckDB copy of this database in the process before or after the test (PostgreSQL test
+    databases keep their URL across tests)."""
+    analytics._caches.pop(store_db.engine.url.render_as_string(hide_password=False), None)
+    yield
+    analytics._caches.pop(store_db.engine.url.render_as_string(hide_password=False), None)
+
+
+def _all_questions(eng) -> dict[str, list]:
+    """Every question's rows, floats rounded (a cold and a grown copy may sum in a different order)."""
+    return {name: sorted(repr({k: round(v, 6) if isinstance(v, float) else v for k, v in r.items()})
+                         for r in fn(eng)) for name, fn in analytics.QUESTIONS.items()}
+
+
+@pytest.mark.parametrize("bulk", [False, True], ids=["small", "bulk"])
+def test_cold_copy_matches_replayed_history(store_db, fresh_analytics, monkeypatch, bulk):
+    """The first call in a process reads the option verdicts from the current table (and only the puzzle
+    verdicts from the history); it must give exactly what a copy grown event by event gives, after
+    changes, undos and a requeue. `bulk`: every pull takes the path of big pulls (ADBC on PostgreSQL)."""
+    if bulk:
+        monkeypatch.setattr(analytics, "BULK_MIN_ROWS", -1)
+    recs = sorted(store_db.records, key=lambda r: r["id"])
+    eng = store_db.engine
+    dist = [[o["label"] for o in r["options"] if o["kind"] != "target"] for r in recs]
+    with store_db.Session() as s:
+        a = add_user(s, "a", "curator", "pw")[0].id
+        b = add_user(s, "b", "curator", "pw")[0].id
+        boss = add_user(s, "rita", "researcher", "pw")[0].id
+        s.commit()
+        for i, r in enumerate(recs[:6]):
+            review.submit_verdict(s, a, r["id"], "accept" if i % 2 else "reject", seconds=1.0 + i)
+            review.set_option_verdict(s, a, r["id"], dist[i][0], "reject", "too_easy")
+        assert analytics.acceptance_by_kind(eng)            # the copy now holds these events
+        for i, r in enumerate(recs):
+            review.submit_verdict(s, b, r["id"], "accept", seconds=2.5)
+            review.set_option_verdict(s, b, r["id"], dist[i][-1], "reject", "ambiguous")
+        review.set_option_verdict(s, a, recs[1]["id"], dist[1][0], "keep")      # a reject taken back
+        review.set_option_verdict(s, a, recs[2]["id"], dist[2][1], "reject", "other")
+        review.undo_last(s, a)                                                  # ... and undone
+        review.submit_verdict(s, a, recs[3]["id"], "accept", seconds=4.0)       # a changed verdict
+        review.requeue(s, boss, recs[4]["id"], reason="new round")              # clears a's and b's
+        review.submit_verdict(s, b, recs[4]["id"], "reject", seconds=6.0)
+    grown = _all_questions(eng)
+    analytics._caches.clear()                                                   # a new process
+    cold = _all_questions(eng)
+    assert cold == grown
+    kinds = {r["kind"]: r for r in analytics.acceptance_by_kind(eng)}
+    assert sum(r["rejected"] for r in kinds.values()) == 4 + len(recs) - 1      # a: recs 0, 2, 3, 5; b: all but 4
