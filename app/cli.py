@@ -23,6 +23,12 @@ COMMAND_MODULES = [
 ]
 
 
+def add_db_args(p) -> None:
+    """The --db / --data pair most subcommands take (DESIGN §4)."""
+    p.add_argument("--db", help="database URL (default MVP_DATABASE_URL or SQLite in the data directory)")
+    p.add_argument("--data", help="data directory (default MVP_DATA_DIR or ./data)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mvp", description="MVP Studio: masked video prediction puzzles")
     sub = parser.add_subparsers(dest="command", required=True)

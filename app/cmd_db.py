@@ -3,26 +3,24 @@ from __future__ import annotations
 
 import json
 
+from app.cli import add_db_args
 
-def _db_args(p) -> None:
-    p.add_argument("--db", help="database URL (default MVP_DATABASE_URL or SQLite in the data directory)")
-    p.add_argument("--data", help="data directory (default MVP_DATA_DIR or ./data)")
 
 
 def register(sub) -> None:
     p = sub.add_parser("db", help="database maintenance: migrations, import, review settings")
     dsub = p.add_subparsers(dest="db_command", required=True)
     q = dsub.add_parser("upgrade", help="apply the Alembic migrations up to head (the CLI also does it on open)")
-    _db_args(q)
+    add_db_args(q)
     q.set_defaults(func=_upgrade)
     q = dsub.add_parser("current", help="print the schema revision of the database and of the code")
-    _db_args(q)
+    add_db_args(q)
     q.set_defaults(func=_current)
     q = dsub.add_parser("import", help="import a jsonl set export (same set, same hash)")
     _import_args(q)
     q = dsub.add_parser("set-overlap", help="how many decisive reviews each puzzle needs (k)")
     q.add_argument("k", type=int)
-    _db_args(q)
+    add_db_args(q)
     q.set_defaults(func=_set_overlap)
     p = sub.add_parser("import", help="import a jsonl set export made by `mvp export --format jsonl`")
     _import_args(p)
@@ -31,7 +29,7 @@ def register(sub) -> None:
 def _import_args(p) -> None:
     p.add_argument("path", help="the export folder (holds set.json and puzzles.jsonl)")
     p.add_argument("--name", help="store the set under another name")
-    _db_args(p)
+    add_db_args(p)
     p.set_defaults(func=_import)
 
 

@@ -3,10 +3,8 @@ from __future__ import annotations
 
 import json
 
+from app.cli import add_db_args
 
-def _db(p) -> None:
-    p.add_argument("--db", help="database URL (default MVP_DATABASE_URL or SQLite in the data directory)")
-    p.add_argument("--data", help="data directory holding the frames (default MVP_DATA_DIR or ./data)")
 
 
 def register(sub) -> None:
@@ -14,7 +12,7 @@ def register(sub) -> None:
     p.add_argument("--set", required=True, dest="set_name", help="curated set name")
     p.add_argument("--format", required=True, choices=["jsonl", "hf", "video-r1"])
     p.add_argument("--out", required=True, help="output directory (must not exist or be empty)")
-    _db(p)
+    add_db_args(p)
     p.set_defaults(func=_export)
     p = sub.add_parser("sets", help="curated sets: freeze the accepted puzzles, list sets")
     ssub = p.add_subparsers(dest="sets_command", required=True)
@@ -22,10 +20,10 @@ def register(sub) -> None:
     q.add_argument("name")
     q.add_argument("--min-distractors", type=int, default=2,
                    help="exclude puzzles left with fewer distractors after removing rejected ones (default 2)")
-    _db(q)
+    add_db_args(q)
     q.set_defaults(func=_freeze)
     q = ssub.add_parser("list", help="list curated sets")
-    _db(q)
+    add_db_args(q)
     q.set_defaults(func=_list)
 
 

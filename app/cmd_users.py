@@ -4,6 +4,8 @@ from __future__ import annotations
 import getpass
 import os
 
+from app.cli import add_db_args
+
 
 def register(sub) -> None:
     p = sub.add_parser("users", help="manage users (curator, researcher, admin)")
@@ -12,21 +14,17 @@ def register(sub) -> None:
     q.add_argument("name")
     q.add_argument("--role", default="curator", choices=["curator", "researcher", "admin"])
     q.add_argument("--password", help="the password (default: MVP_PASSWORD, else a random one, printed)")
-    _db(q)
+    add_db_args(q)
     q.set_defaults(func=_add)
     q = usub.add_parser("list", help="list users")
-    _db(q)
+    add_db_args(q)
     q.set_defaults(func=_list)
     q = usub.add_parser("passwd", help="set a user's password (asks for it unless --password)")
     q.add_argument("name")
     q.add_argument("--password")
-    _db(q)
+    add_db_args(q)
     q.set_defaults(func=_passwd)
 
-
-def _db(p) -> None:
-    p.add_argument("--db", help="database URL (default MVP_DATABASE_URL or SQLite in the data directory)")
-    p.add_argument("--data", help="data directory (default MVP_DATA_DIR or ./data)")
 
 
 def _add(args) -> int:

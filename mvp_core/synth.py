@@ -59,26 +59,26 @@ class Layout:
     kind: str                      # distractor kind
 
 
-def keyframe_walk(E: np.ndarray, start: int, n: int, kappa: float) -> list[int] | None:
+def _walk(E: np.ndarray, start: int, kappa: float, limit: int) -> list[int]:
     """Walk forward from `start`, keeping a frame only if its similarity to the last kept <= kappa."""
     kept = [start]
     for i in range(start + 1, len(E)):
+        if len(kept) == limit:
+            break
         if float(E[i] @ E[kept[-1]]) <= kappa:
             kept.append(i)
-            if len(kept) == n:
-                return kept
-    return None
+    return kept
+
+
+def keyframe_walk(E: np.ndarray, start: int, n: int, kappa: float) -> list[int] | None:
+    """N keyframes from `start`, or None when the video runs out first."""
+    kept = _walk(E, start, kappa, n)
+    return kept if len(kept) == n else None
 
 
 def count_keyframes(E: np.ndarray, kappa: float) -> int:
     """How many keyframes a walk from the first frame finds: tells if the sampling is too sparse."""
-    if len(E) == 0:
-        return 0
-    kept = [0]
-    for i in range(1, len(E)):
-        if float(E[i] @ E[kept[-1]]) <= kappa:
-            kept.append(i)
-    return len(kept)
+    return len(_walk(E, 0, kappa, len(E))) if len(E) else 0
 
 
 def mine_distractors(E: np.ndarray, seq: list[int], mask_start: int, cfg: SynthConfig, kappa: float,

@@ -51,9 +51,8 @@ def _drop_pg_database(url: str) -> None:
     admin.dispose()
 
 
-@pytest.fixture(scope="session")
-def store_pg_url():
-    """A fresh, migrated PostgreSQL database for this test session; dropped afterwards."""
+def _migrated_pg_database():
+    """Yield the URL of a fresh, migrated PostgreSQL database; drop it afterwards."""
     from db.engine import make_engine, upgrade
     url = _create_pg_database()
     eng = make_engine(url)
@@ -61,6 +60,12 @@ def store_pg_url():
     eng.dispose()
     yield url
     _drop_pg_database(url)
+
+
+@pytest.fixture(scope="session")
+def store_pg_url():
+    """A fresh, migrated PostgreSQL database for this test session; dropped afterwards."""
+    yield from _migrated_pg_database()
 
 
 @pytest.fixture(scope="session")
@@ -200,13 +205,7 @@ def store_db(request, tmp_path, store_sqlite_template, store_puzzles):
 @pytest.fixture(scope="session")
 def store_pg_url2():
     """A second PostgreSQL database (import targets: "an empty database")."""
-    from db.engine import make_engine, upgrade
-    url = _create_pg_database()
-    eng = make_engine(url)
-    upgrade(eng)
-    eng.dispose()
-    yield url
-    _drop_pg_database(url)
+    yield from _migrated_pg_database()
 
 
 @pytest.fixture
