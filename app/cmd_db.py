@@ -6,7 +6,6 @@ import json
 from app.cli import add_db_args
 
 
-
 def register(sub) -> None:
     p = sub.add_parser("db", help="database maintenance: migrations, import, review settings")
     dsub = p.add_subparsers(dest="db_command", required=True)

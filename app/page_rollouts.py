@@ -149,12 +149,9 @@ def build(ctx: WebContext) -> gr.Blocks:
             with guard(ctx, request, PAGE) as uid:
                 if not pid:
                     return msg_html("choose a puzzle first", "warn")
-                from db import review
-                fn = getattr(review, "requeue", None)
-                if fn is None:
-                    return msg_html("the store has no requeue function yet (db.review.requeue)", "error")
+                from db.review import requeue
                 with ctx.Session() as s:
-                    fn(s, uid, pid, reason="zero-variance group in rollouts")
+                    requeue(s, uid, pid, reason="zero-variance group in rollouts")
                 return msg_html(f"{pid} is back in the curation queue")
         requeue.click(on_requeue, [puzzle], [msg], api_name="requeue")
     return demo
