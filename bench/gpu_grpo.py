@@ -43,8 +43,8 @@ VIDEO_R1 = (0.25, 0.5)   # samples/s per GPU, 7B, 16 frames, G=8, 768 completion
 def make_puzzles(data: Path, n_puzzles: int, context: int, m: int = 3, l: int = 4, size=(360, 640)) -> Path:
     """Puzzle records with `context` context frames + m masked + l distractors, frames written to
     the frame store; returns the puzzles.jsonl path."""
-    from mvp_core.frames import FrameStore
     from mvp_core.puzzle import LABELS
+    from mvp_core.video.frames import FrameStore
     store = FrameStore(data)
     rng = np.random.default_rng(0)
     h, w = size
@@ -146,7 +146,7 @@ def main(argv=None) -> int:
     ap.add_argument("--frames", type=int, default=16, help="context frames per puzzle")
     args = ap.parse_args(argv)
 
-    from mvp_core.tiny_model import build_tiny_model
+    from mvp_core.model.tiny import build_tiny_model
     tmp = Path(tempfile.mkdtemp(prefix="gpu_grpo_"))
     tiny = build_tiny_model(tmp / "tiny", seed=0)
     t = time.perf_counter()

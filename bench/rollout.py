@@ -31,9 +31,9 @@ def main() -> int:
     import torch
 
     from app.cli import main as mvp
-    from mvp_core.policy import load_policy
-    from mvp_core.rollout import GenConfig, RolloutStats, frame_loader, run_rollouts
-    from mvp_core.tiny_model import build_tiny_model
+    from mvp_core.model.policy import load_policy
+    from mvp_core.model.rollout import GenConfig, RolloutStats, frame_loader, run_rollouts
+    from mvp_core.model.tiny import build_tiny_model
 
     vids = {p.stem: p for p in sample_videos.fetch()}
     with tempfile.TemporaryDirectory() as tmp:

@@ -28,8 +28,8 @@ from sqlalchemy import insert, text  # noqa: E402
 
 def fill(eng, n: int) -> None:
     from bench.store_common import add_puzzles, add_users
-    from db.models_curation import OptionVerdict, VerdictEvent
-    from db.models_runs import Rollout, Run
+    from db.models.curation import OptionVerdict, VerdictEvent
+    from db.models.runs import Rollout, Run
     ids = add_puzzles(eng, n)
     users = add_users(eng, 20)
     rng = random.Random(1)
@@ -82,7 +82,7 @@ def run(kind: str, n: int, baseline: str | None = None) -> list[dict]:
     from bench.store_common import scratch_db
     from db import analytics
     from db.engine import make_engine
-    from db.models_curation import VerdictEvent
+    from db.models.curation import VerdictEvent
     out = []
     with scratch_db(kind) as url:
         eng = make_engine(url)

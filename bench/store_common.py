@@ -75,7 +75,7 @@ def add_puzzles(engine, n: int, n_videos: int = 50, seed: int = 0, batch: int = 
 
 
 def add_users(engine, n: int) -> list[int]:
-    from db.models_curation import User
+    from db.models.curation import User
     with engine.begin() as c:
         c.execute(insert(User), [{"name": f"curator{i:02d}", "role": "curator", "password_hash": "x"}
                                  for i in range(n)])

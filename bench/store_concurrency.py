@@ -49,7 +49,7 @@ def curator(url: str, user_id: int, quota: int, out, barrier) -> None:
 def run(kind: str, mode: str, n_cur: int, n_verdicts: int) -> dict:
     from bench.store_common import add_puzzles, add_users, scratch_db
     from db.engine import make_engine
-    from db.models_curation import PuzzleVerdict, ReviewState, VerdictEvent
+    from db.models.curation import PuzzleVerdict, ReviewState, VerdictEvent
     with scratch_db(kind) as url:
         eng = make_engine(url)
         add_puzzles(eng, int(n_verdicts * 1.2))

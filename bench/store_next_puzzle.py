@@ -4,7 +4,7 @@ State before timing: 100k puzzles, 20 curators, 80% of the puzzles already revie
 curator has skipped 20 puzzles, and the other 19 curators hold live leases. Then one curator takes
 `--calls` puzzles in a row (next_puzzle timed alone; the verdict that follows is not timed).
 
-`--baseline FILE` (a copy of an older db/review.py) times its next_puzzle side by side: the calls
+`--baseline FILE` (a copy of an older db/review/queue.py) times its next_puzzle side by side: the calls
 alternate between the two implementations on the same database and curator, so both see the same load.
 
 Usage: .venv/bin/python bench/store_next_puzzle.py [--engines sqlite,postgresql] [--puzzles 100000]
@@ -43,7 +43,7 @@ def run(kind: str, n: int, calls: int, baseline: str | None = None) -> dict:
     from bench.store_common import add_puzzles, add_users, scratch_db
     from db import review
     from db.engine import make_engine
-    from db.models_curation import PuzzleVerdict
+    from db.models.curation import PuzzleVerdict
     with scratch_db(kind) as url:
         eng = make_engine(url)
         t0 = time.perf_counter()
@@ -86,7 +86,7 @@ def main() -> int:
     ap.add_argument("--engines", default="sqlite,postgresql")
     ap.add_argument("--puzzles", type=int, default=100_000)
     ap.add_argument("--calls", type=int, default=300)
-    ap.add_argument("--baseline", default=None, help="an older db/review.py to time side by side")
+    ap.add_argument("--baseline", default=None, help="an older db/review/queue.py to time side by side")
     a = ap.parse_args()
     ok = True
     for kind in a.engines.split(","):

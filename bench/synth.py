@@ -4,7 +4,7 @@ Corpora (real sample videos, see scripts/sample_videos.py):
   trailer  the 55 s 720p trailer alone
   corpus8  8 files: two copies each of the four sample videos (copies are processed in full)
   long10m  a 10-minute 720p video (the trailer concatenated), for peak worker memory
-Floor = one decode pass over the same sampled frames (mvp_core.video.iter_frames) in the same number
+Floor = one decode pass over the same sampled frames (mvp_core.video.decode.iter_frames) in the same number
 of processes, with no embedding, JPEG, planning or database. Reports medians over --repeats.
 
     .venv/bin/python bench/synth.py [--repeats 3] [--skip-long]"""
@@ -24,10 +24,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from mvp_core.synth import SynthConfig  # noqa: E402
-from mvp_core.video import iter_frames, probe  # noqa: E402
-from mvp_core.video_job import sampling_rates  # noqa: E402
-from mvp_core.workers import run_local  # noqa: E402
+from mvp_core.synth.job import sampling_rates  # noqa: E402
+from mvp_core.synth.plan import SynthConfig  # noqa: E402
+from mvp_core.synth.workers import run_local  # noqa: E402
+from mvp_core.video.decode import iter_frames, probe  # noqa: E402
 
 
 def decode_only(path: str) -> int:

@@ -25,8 +25,8 @@ from sqlalchemy.engine import Engine
 
 from db.engine import read_engine
 from db.models import Option, Puzzle
-from db.models_curation import CuratedSet, OptionVerdict, SetItem, User, VerdictEvent
-from db.models_runs import Rollout, Run
+from db.models.curation import CuratedSet, OptionVerdict, SetItem, User, VerdictEvent
+from db.models.runs import Rollout, Run
 
 HARDNESS_BINS = (0.0, 0.5, 0.7, 0.8, 0.9, 0.95, 1.01)
 # (name, DuckDB type) of each pulled column

@@ -2,7 +2,7 @@
 
 Resumable: `done_keys()` lists the (puzzle, sample) pairs already stored for the run's base model
 (checkpoint NULL), and `add()` skips those keys explicitly, since SQL's unique key treats NULL
-checkpoints as distinct (see db/models_runs.py)."""
+checkpoints as distinct (see db/models/runs.py)."""
 from __future__ import annotations
 
 import re
@@ -10,7 +10,7 @@ import re
 from sqlalchemy import select, update
 from sqlalchemy.orm import sessionmaker
 
-from db.models_runs import Checkpoint, Rollout, Run
+from db.models.runs import Checkpoint, Rollout, Run
 from db.txn import run_txn
 
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
@@ -64,7 +64,7 @@ class RolloutStore:
             return {(p, int(i)) for p, i in rows}
 
     def add(self, rows: list[dict]) -> int:
-        """Insert answer rows (dicts from mvp_core.rollout) not stored yet; returns how many."""
+        """Insert answer rows (dicts from mvp_core.model.rollout) not stored yet; returns how many."""
         if not rows:
             return 0
         with self.Session() as s:

@@ -19,7 +19,7 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
 from db.models import Puzzle
-from db.models_curation import CuratedSet, OptionVerdict, ReviewState, SetItem
+from db.models.curation import CuratedSet, OptionVerdict, ReviewState, SetItem
 from db.txn import run_txn
 from mvp_core.errors import UserError
 from mvp_core.puzzle import LABELS, canonical_json

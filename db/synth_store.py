@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from db.models import Option, Puzzle, SynthFile, Video
-from mvp_core.video_job import VideoResult
+from mvp_core.synth.job import VideoResult
 
 
 def file_key(path: Path) -> tuple[str, int, int]:

@@ -8,7 +8,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from db.models_curation import ROLES, User
+from db.models.curation import ROLES, User
 from mvp_core.errors import UserError
 
 _hasher = PasswordHasher()   # argon2-cffi's defaults (argon2id, RFC 9106 low-memory profile)

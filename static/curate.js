@@ -1,5 +1,5 @@
 // The curate page's client: renders the puzzle view from the JSON API (/curate/api/<action>, see
-// app/curate_api.py) instead of Gradio events, so a verdict costs one small fetch, not a Gradio
+// app/web/curate_api.py) instead of Gradio events, so a verdict costs one small fetch, not a Gradio
 // queue/SSE round trip plus a re-render.
 //
 // Verdicts are shown optimistically: every answer carries `next`, the puzzle a verdict on the shown

@@ -87,7 +87,7 @@ def dir_loader(data: Path):
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
-    from mvp_core.tiny_model import build_tiny_model
+    from mvp_core.model.tiny import build_tiny_model
     return build_tiny_model(tmp_path_factory.mktemp("tiny_qwen25vl"), seed=0)
 
 
@@ -104,7 +104,7 @@ def model_data(tmp_path_factory, sample_videos) -> tuple[Path, list[dict]]:
 
 @pytest.fixture(scope="session")
 def tiny_policy(tiny_model_dir):
-    from mvp_core.policy import load_policy
+    from mvp_core.model.policy import load_policy
     return load_policy(tiny_model_dir, dtype="float32", device="cpu")
 
 

@@ -87,7 +87,7 @@ def _empty_pg(engine) -> None:
 
 
 def _frames_of(path: Path, fps: float, max_side: int):
-    from mvp_core.video import iter_frames
+    from mvp_core.video.decode import iter_frames
     return list(iter_frames(path, fps, max_side))
 
 
@@ -97,8 +97,8 @@ def _build_records(sample_videos: dict, data_dir: Path) -> list[dict]:
     and one frame of another video)."""
     from PIL import Image
 
-    from mvp_core.puzzle import (Frame, Mask, Option, Puzzle, VideoInfo, stable_id)
-    from mvp_core.video import file_sha256, probe
+    from mvp_core.puzzle import Frame, Mask, Option, Puzzle, VideoInfo, stable_id
+    from mvp_core.video.decode import file_sha256, probe
     vids = {}
     for name in ("bigbuckbunny", "bikes", "carphone_pristine"):
         p = sample_videos[name]
@@ -138,10 +138,7 @@ def _build_records(sample_videos: dict, data_dir: Path) -> list[dict]:
 
 
 def _synth_records(sample_videos: dict, data_dir: Path) -> list[dict] | None:
-    """Puzzles made by the real `mvp synth`, when it exists; None otherwise."""
-    root = Path(__file__).resolve().parent.parent
-    if not (root / "app" / "cmd_synth.py").exists():
-        return None
+    """Puzzles made by the real `mvp synth`."""
     vdir = data_dir.parent / "videos"
     vdir.mkdir(exist_ok=True)
     for name in ("bigbuckbunny", "bikes", "carphone_pristine"):

@@ -16,7 +16,7 @@ def real_frames(path: Path, n: int, size: tuple[int, int] | None = None, fps: fl
     """n RGB frames sampled at `fps` from a real video, optionally resized to (w, h)."""
     from PIL import Image
 
-    from mvp_core.video import iter_frames
+    from mvp_core.video.decode import iter_frames
     out = []
     for _, img in iter_frames(path, fps, 4096, backend="pyav"):
         if size:

@@ -54,7 +54,7 @@ def _store_rollouts(Session) -> None:
     from sqlalchemy import select
 
     from db.models import Puzzle
-    from db.models_runs import Checkpoint, Rollout, Run
+    from db.models.runs import Checkpoint, Rollout, Run
     from mvp_core.reward import score_completion
     rng = random.Random(7)
     with Session() as s:

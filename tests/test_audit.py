@@ -8,10 +8,10 @@ import shutil
 import pytest
 
 from app.cli import main
-from mvp_core.audit import SOLVERS, FeatureCache, audit, chance_exact
-from mvp_core.frames import FrameStore
 from mvp_core.puzzle import Puzzle
 from mvp_core.reward import score_prediction
+from mvp_core.synth.audit import SOLVERS, FeatureCache, audit, chance_exact
+from mvp_core.video.frames import FrameStore
 
 pytestmark = pytest.mark.slow
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-
 from fixtures_grpo import PYTHON, ROOT, mvp_env
+
 from mvp_core.errors import UserError
 from mvp_core.grpo.config import GRPOConfig, documented_yaml, field_docs, load_config
 from mvp_core.grpo.model_setup import lr_factor

@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import yaml
+from fixtures_grpo import ROOT, mvp_env, tiny_overrides
 from safetensors.torch import load_file
 
-from fixtures_grpo import ROOT, mvp_env, tiny_overrides
 from mvp_core.grpo.rundir import read_metrics, read_status
 
 TORCHRUN = Path(ROOT) / ".venv" / "bin" / "torchrun"

@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import yaml
+from fixtures_grpo import PYTHON, ROOT, mvp_env, tiny_overrides
 from safetensors.torch import load_file
 
-from fixtures_grpo import PYTHON, ROOT, mvp_env, tiny_overrides
 from mvp_core.grpo.config import load_config
 from mvp_core.grpo.loop import train
 from mvp_core.grpo.rundir import METRIC_FIELDS, read_metrics, read_status
@@ -88,7 +88,7 @@ def test_run_directory_contents(full_run, model_data):
     assert "step 10" in (run / "stdout.log").read_text()
     assert read_status(run)["state"] == "finished"
     # a checkpoint is a loadable policy
-    from mvp_core.policy import load_policy
+    from mvp_core.model.policy import load_policy
     model, _ = load_policy(last)
     assert torch.equal(model.state_dict()["lm_head.weight"], _weights(run, 10)["lm_head.weight"])
 

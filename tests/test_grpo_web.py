@@ -8,9 +8,9 @@ import os
 import time
 
 import pytest
-
-from app.train_jobs import group_pids
 from fixtures_web import login, shot
+
+from app.web.jobs import group_pids
 
 SET = "train-web-set"
 
@@ -23,7 +23,7 @@ def train_ready(web_app):
 
     from db.models import Puzzle
     from db.sets import list_sets, store_set
-    from mvp_core.tiny_model import build_tiny_model
+    from mvp_core.model.tiny import build_tiny_model
     with web_app.Session() as s:
         if SET not in {x["name"] for x in list_sets(s)}:
             lines = list(s.scalars(select(Puzzle.record_json).order_by(Puzzle.id)))
@@ -119,10 +119,10 @@ def test_cli_train_on_a_curated_set_from_the_db(train_ready, tmp_path, one_threa
     snapshot into the run directory; its sha256 in config.yaml is the set's content hash. Run through
     the CLI's main() in this process (the page test above runs `mvp train` as a process)."""
     import yaml
+    from fixtures_grpo import ROOT
 
     from app.cli import main
     from db.sets import get_set
-    from fixtures_grpo import ROOT
     app = train_ready
     out = tmp_path / "run"
     rc = main(["train", "--set", SET, "--data", str(app.data_dir), "--db", app.db_url,

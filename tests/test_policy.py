@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from mvp_core.errors import UserError
-from mvp_core.policy import load_policy, memory_estimate, model_class, model_type, param_bytes
-from mvp_core.prompt import PromptConfig, build_inputs, estimate_prompt_tokens, visual_tokens
+from mvp_core.model.policy import load_policy, memory_estimate, model_class, model_type, param_bytes
+from mvp_core.model.prompt import PromptConfig, build_inputs, estimate_prompt_tokens, visual_tokens
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -43,7 +43,7 @@ def test_tiny_model_loads_with_options(tiny_model_dir):
 
 
 def test_tiny_model_is_deterministic(tmp_path):
-    from mvp_core.tiny_model import build_tiny_model
+    from mvp_core.model.tiny import build_tiny_model
     a, b = build_tiny_model(tmp_path / "a", seed=3), build_tiny_model(tmp_path / "b", seed=3)
     assert (a / "model.safetensors").read_bytes() == (b / "model.safetensors").read_bytes()
     assert (a / "tokenizer.json").read_text() == (b / "tokenizer.json").read_text()
@@ -73,8 +73,9 @@ def test_other_families_load_and_answer(tmp_path, model_data, family, cls):
     """Qwen2-VL and Qwen3-VL checkpoints load with their own classes and answer puzzles (images and
     video mode) through the same prompt and rollout code."""
     from fixtures_model import dir_loader
-    from mvp_core.rollout import GenConfig, run_rollouts
-    from mvp_core.tiny_model import build_tiny_model
+
+    from mvp_core.model.rollout import GenConfig, run_rollouts
+    from mvp_core.model.tiny import build_tiny_model
     d = build_tiny_model(tmp_path / family, family=family)
     assert model_type(d) == family
     model, proc = load_policy(d)

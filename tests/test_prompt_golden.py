@@ -6,11 +6,17 @@ import copy
 
 import pytest
 import torch
-
 from fixtures_model import dir_loader
+
 from mvp_core.errors import UserError
-from mvp_core.prompt import (MASK_SLOT, PromptConfig, build_inputs, count_visual_tokens, render_messages,
-                             render_text)
+from mvp_core.model.prompt import (
+    MASK_SLOT,
+    PromptConfig,
+    build_inputs,
+    count_visual_tokens,
+    render_messages,
+    render_text,
+)
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

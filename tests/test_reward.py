@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from mvp_core.reward import (DEFAULT_WEIGHTS, extract_answer, mvp_reward, parse_labels, score_completion,
-                             score_labels, score_prediction, term_reward)
+from mvp_core.reward import (
+    DEFAULT_WEIGHTS,
+    extract_answer,
+    mvp_reward,
+    parse_labels,
+    score_completion,
+    score_labels,
+    score_prediction,
+    term_reward,
+)
 
 POOL = list("ABCDEFG")
 ANSWER = ["C", "A", "F"]

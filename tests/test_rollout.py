@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from fixtures_model import dir_loader
-from mvp_core.rollout import GenConfig, RolloutStats, run_rollouts, summarize, write_parquet
+
+from mvp_core.model.rollout import GenConfig, RolloutStats, run_rollouts, summarize, write_parquet
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -80,10 +80,11 @@ def test_parquet_merge_keeps_rows_once(tmp_path, rollout_rows):
 
 def test_store_rollouts_in_both_databases(store_db, tiny_policy):
     """Rollouts land in the database (SQLite and PostgreSQL) and a rerun resumes after them."""
-    from db.models_runs import Rollout, Run
-    from db.rollouts import RolloutStore
-    from mvp_core.rollout import frame_loader
     from sqlalchemy import func, select
+
+    from db.models.runs import Rollout, Run
+    from db.rollouts import RolloutStore
+    from mvp_core.model.rollout import frame_loader
 
     model, proc = tiny_policy
     recs = store_db.records[:2]

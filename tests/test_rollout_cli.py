@@ -46,9 +46,10 @@ def test_tiny_model_rollout_eval_end_to_end(capsys, tmp_path, synth_dir):
     import pyarrow.parquet as pq
     t = pq.read_table(pq_out).to_pylist()
     assert len(t) == 3 * n and all(0 <= r["total"] <= 1 for r in t)
-    from db.engine import open_db
-    from db.models_runs import Rollout, Run
     from sqlalchemy import func, select
+
+    from db.engine import open_db
+    from db.models.runs import Rollout, Run
     Session = open_db(None, synth_dir)
     with Session() as s:
         assert s.get(Run, "rollout-tiny").status == "done"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from db import analytics, review
-from db.models_runs import Rollout, Run
+from db.models.runs import Rollout, Run
 from db.sets import freeze_set
 from db.users import add_user
 

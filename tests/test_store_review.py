@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 
 from db import analytics, review
 from db.models import utcnow
-from db.models_curation import Lease, PuzzleVerdict, VerdictEvent
+from db.models.curation import Lease, PuzzleVerdict, VerdictEvent
 from db.users import add_user, list_users, verify
 from mvp_core.errors import UserError
 

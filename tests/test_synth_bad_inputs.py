@@ -54,7 +54,7 @@ def test_rotated_video_is_portrait(bad_run):
     with Session_() as s:
         rec = json.loads(s.scalars(select(Puzzle.record_json).where(Puzzle.video_id == rows["rotated_phone.mp4"].video_id)).first())
     assert (rec["video"]["width"], rec["video"]["height"]) == (180, 320)
-    from mvp_core.frames import FrameStore
+    from mvp_core.video.frames import FrameStore
     img = FrameStore(bad_run[0]).load(rec["frames"][0]["uri"])
     assert img.shape[0] > img.shape[1]
 

@@ -18,8 +18,8 @@ from sqlalchemy import func, select
 from app.cli import main
 from db.engine import open_db
 from db.models import Option, Puzzle, SynthFile
-from mvp_core.embed import PixelEmbedder
-from mvp_core.frames import FrameStore
+from mvp_core.synth.embed import PixelEmbedder
+from mvp_core.video.frames import FrameStore
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
@@ -151,8 +151,8 @@ def test_clip_embedder_from_local_tiny_checkpoint(sample_videos, tmp_path):
     import torch
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel
 
-    from mvp_core.embed import ClipEmbedder
-    from mvp_core.video import iter_frames
+    from mvp_core.synth.embed import ClipEmbedder
+    from mvp_core.video.decode import iter_frames
     torch.manual_seed(0)
     cfg = CLIPConfig(text_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                                       num_attention_heads=2, vocab_size=99),

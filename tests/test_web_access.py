@@ -8,7 +8,6 @@ import time
 from urllib.parse import urlparse
 
 import pytest
-
 from fixtures_web import PASSWORDS
 
 pytestmark = [pytest.mark.browser]
@@ -141,12 +140,12 @@ def test_curator_is_refused_rollouts_stats_and_admin(web_app, browser):
 
 
 def test_curate_api_checks_session_and_input(web_app):
-    """The curate page's JSON API (app/curate_api.py): no session, no access; bad input gets one
+    """The curate page's JSON API (app/web/curate_api.py): no session, no access; bad input gets one
     clear line and writes nothing."""
     from sqlalchemy import func, select
 
     from db.models import Puzzle
-    from db.models_curation import VerdictEvent
+    from db.models.curation import VerdictEvent
     with web_app.Session() as s:
         pid = s.scalars(select(Puzzle.id).order_by(Puzzle.id)).first()
         n_events = s.scalar(select(func.count()).select_from(VerdictEvent))
@@ -182,7 +181,7 @@ def test_curate_api_checks_session_and_input(web_app):
 
 def test_server_side_role_check_in_handlers(web_app):
     """Second line of defence: the handlers check the role themselves (web_common.guard)."""
-    from app.auth import Auth, Forbidden
+    from app.web.auth import Auth, Forbidden
     auth = Auth(web_app.Session)
     assert auth.require("rhea", "rollouts") == web_app.user_id("rhea")
     for page in ("rollouts", "stats", "admin", "train"):

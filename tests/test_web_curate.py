@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from sqlalchemy import select
-
 from fixtures_web import login, shot
+from sqlalchemy import select
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -33,7 +32,7 @@ def distractor_index(app, pid: str) -> tuple[int, str]:
 
 
 def test_curator_reviews_five_puzzles_with_keyboard(web_app, browser):
-    from db.models_curation import OptionVerdict, PuzzleVerdict, VerdictEvent
+    from db.models.curation import OptionVerdict, PuzzleVerdict, VerdictEvent
     ctx, page = login(browser, web_app, "cora", path="/curate/")
     page.wait_for_selector("#mvp-puzzle[data-puzzle-id]", timeout=30000)
     page.wait_for_function("() => document.getElementById('btn-accept') && window.mvpHotkeysInstalled")
@@ -124,7 +123,7 @@ def test_curator_reviews_five_puzzles_with_keyboard(web_app, browser):
 def _count_events(app, name: str) -> int:
     from sqlalchemy import func
 
-    from db.models_curation import VerdictEvent
+    from db.models.curation import VerdictEvent
     uid = app.user_id(name)
     with app.Session() as s:
         return s.scalar(select(func.count()).select_from(VerdictEvent).where(VerdictEvent.user_id == uid))

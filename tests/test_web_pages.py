@@ -3,9 +3,8 @@ rewards, the stats charts, and an admin adding a user who can then log in."""
 from __future__ import annotations
 
 import pytest
+from fixtures_web import RUN_ID, G, login, shot
 from sqlalchemy import select
-
-from fixtures_web import G, RUN_ID, login, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -18,7 +17,7 @@ def pick(page, elem_id: str, text: str) -> None:
 
 def test_researcher_sees_a_videos_rollouts(web_app, browser):
     from db.models import Puzzle, Video
-    from db.models_runs import Rollout
+    from db.models.runs import Rollout
     ctx, page = login(browser, web_app, "rhea", path="/rollouts/")
     page.wait_for_selector(".mvp-answer-row", timeout=30000)
     with web_app.Session() as s:
@@ -50,7 +49,7 @@ def test_researcher_sees_a_videos_rollouts(web_app, browser):
 def test_zero_variance_group_is_flagged(web_app, browser):
     from db import review
     from db.models import Puzzle, Video
-    from db.models_curation import VerdictEvent
+    from db.models.curation import VerdictEvent
     ada, rhea = web_app.user_id("ada"), web_app.user_id("rhea")   # own sessions: not inside another (SQLite)
     with web_app.Session() as s:
         first = s.scalars(select(Puzzle.id).order_by(Puzzle.id)).first()      # its base answers are identical

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import engine_from_config, pool
+from sqlalchemy import pool
 
-from db.models import Base  # registers every table (db/models.py imports the other model modules)
+from db.models import Base  # registers every table (db/models/media.py imports the other model modules)
 
 config = context.config
 target_metadata = Base.metadata

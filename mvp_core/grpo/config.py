@@ -81,7 +81,7 @@ class GRPOConfig:
                               default=1.0)
     top_p: float = _doc("Nucleus sampling mass.", default=1.0)
     video_mode: bool = _doc("Show the context frames as one video instead of separate images "
-                            "(mvp_core.prompt).", default=False)
+                            "(mvp_core.model.prompt).", default=False)
     max_pixels: int = _doc("Resize bound per image / video frame in pixels; 0 = the processor's "
                            "default. Visual tokens per image ~ pixels / 784.", default=0)
 

@@ -83,8 +83,8 @@ class PuzzleSet:
         if hit is not None:
             self._cache.move_to_end(record["id"])
             return hit
-        from mvp_core.frames import FrameStore
-        from mvp_core.prompt import PromptConfig, build_inputs
+        from mvp_core.model.prompt import PromptConfig, build_inputs
+        from mvp_core.video.frames import FrameStore
         if self._store is None:
             self._store = FrameStore(self.data_dir)
         pcfg = PromptConfig(video_mode=self.cfg.video_mode, max_pixels=self.cfg.max_pixels or None)

@@ -18,7 +18,8 @@ from contextlib import nullcontext
 
 import torch
 
-from mvp_core.grpo import batching, checkpoint, distributed as D, rewards
+from mvp_core.grpo import batching, checkpoint, rewards
+from mvp_core.grpo import distributed as D
 from mvp_core.grpo.config import GRPOConfig
 from mvp_core.grpo.data import PuzzleSet
 from mvp_core.grpo.loss import entropy_from_logits, group_advantages, grpo_loss, selective_log_softmax

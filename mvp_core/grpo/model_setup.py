@@ -32,7 +32,7 @@ def load_model(cfg: GRPOConfig, device: torch.device, resume_from: Path | None =
     loads the base weights and then the checkpoint's adapter. Weights stay float32: bf16 is
     applied by autocast, so AdamW's small updates (lr 1e-6) are not lost to bf16 rounding.
     `policy` = (model, processor) already in memory (the benchmark's random-weight 7B) skips loading."""
-    from mvp_core.policy import load_policy
+    from mvp_core.model.policy import load_policy
 
     if policy is not None:
         model, processor = policy
@@ -87,7 +87,7 @@ def reference_model(model, cfg: GRPOConfig):
         return None
     if cfg.lora:
         return "adapter-disabled"
-    from mvp_core.policy import load_policy
+    from mvp_core.model.policy import load_policy
     device = next(model.parameters()).device
     ref, _ = load_policy(cfg.model, dtype="float32", device=str(device),
                          attn_implementation=cfg.attn_implementation or None)

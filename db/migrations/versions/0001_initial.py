@@ -6,8 +6,8 @@ Create Date: 2026-11-30 10:44:57.791304
 """
 from __future__ import annotations
 
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 # Every new puzzle gets its review_state row (the curation queue) in the same transaction, whoever
 # inserts it (synthesis, import, a script); db.review.sync_queue repairs databases made without it.

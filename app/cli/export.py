@@ -1,0 +1,55 @@
+"""`mvp export` and `mvp sets freeze|list`: curated sets out of the database (issue 3)."""
+from __future__ import annotations
+
+import json
+
+from app.cli.args import add_db_args
+
+
+def register(sub) -> None:
+    p = sub.add_parser("export", help="write a curated set as jsonl (+frames), a HF datasets folder or Video-R1 JSON")
+    p.add_argument("--set", required=True, dest="set_name", help="curated set name")
+    p.add_argument("--format", required=True, choices=["jsonl", "hf", "video-r1"])
+    p.add_argument("--out", required=True, help="output directory (must not exist or be empty)")
+    add_db_args(p)
+    p.set_defaults(func=_export)
+    p = sub.add_parser("sets", help="curated sets: freeze the accepted puzzles, list sets")
+    ssub = p.add_subparsers(dest="sets_command", required=True)
+    q = ssub.add_parser("freeze", help="freeze the accepted puzzles under a new name")
+    q.add_argument("name")
+    q.add_argument("--min-distractors", type=int, default=2,
+                   help="exclude puzzles left with fewer distractors after removing rejected ones (default 2)")
+    add_db_args(q)
+    q.set_defaults(func=_freeze)
+    q = ssub.add_parser("list", help="list curated sets")
+    add_db_args(q)
+    q.set_defaults(func=_list)
+
+
+def _export(args) -> int:
+    from pathlib import Path
+
+    from db.engine import data_dir, open_db
+    from db.export import export_set
+    with open_db(args.db, args.data)() as s:
+        out = export_set(s, args.set_name, args.format, Path(args.out), data_dir(args.data))
+    print(json.dumps(out))
+    return 0
+
+
+def _freeze(args) -> int:
+    from db.engine import open_db
+    from db.sets import freeze_set
+    with open_db(args.db, args.data)() as s:
+        out = freeze_set(s, args.name, min_distractors=args.min_distractors)
+    print(json.dumps(out, default=str))
+    return 0
+
+
+def _list(args) -> int:
+    from db.engine import open_db
+    from db.sets import list_sets
+    with open_db(args.db, args.data)() as s:
+        for x in list_sets(s):
+            print(f"{x['name']}\t{x['n_puzzles']} puzzles\t{x['n_excluded']} excluded\t{x['content_hash'][:16]}")
+    return 0

@@ -1,0 +1,47 @@
+"""`mvp`: one CLI whose subcommands the UI also uses (DESIGN §4).
+
+Each subcommand lives in its own `app/cli/<name>.py` module with `register(subparsers)`; heavy imports
+happen inside the handlers so `mvp --help` stays fast."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from mvp_core.errors import UserError
+
+COMMAND_MODULES = [
+    "app.cli.synth",
+    "app.cli.audit",
+    "app.cli.model",
+    "app.cli.db",
+    "app.cli.users",
+    "app.cli.export",
+    "app.cli.serve",
+    "app.cli.demo",
+    "app.cli.train",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mvp", description="MVP Studio: masked video prediction puzzles")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except UserError as e:  # a clear one-line error, no traceback
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

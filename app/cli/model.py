@@ -1,0 +1,199 @@
+"""`mvp tiny-model`, `mvp rollout` and `mvp eval`: ask a VideoLLM to solve puzzles (issue 4)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from app.cli.args import add_db_args
+from mvp_core.errors import UserError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("tiny-model", help="build a tiny random-weight Qwen2.5-VL (for demos and tests)")
+    p.add_argument("out_dir", help="directory to write the model and processor into")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--family", default="qwen2_5_vl", choices=["qwen2_5_vl", "qwen2_vl", "qwen3_vl"],
+                   help="model family (default qwen2_5_vl)")
+    p.set_defaults(func=_tiny_model)
+
+    p = sub.add_parser("rollout", help="sample G answers per puzzle and store them with their rewards")
+    _common(p)
+    p.add_argument("-G", "--num-generations", type=int, default=8, help="answers per puzzle (default 8)")
+    p.add_argument("--batch-puzzles", type=int, default=1, help="puzzles per generate call (default 1)")
+    p.add_argument("--out", help="Parquet file for the answers (default DATA/rollouts/<run>.parquet)")
+    p.add_argument("--run", help="run name to store the answers under (default rollout-<model dir name>)")
+    p.add_argument("--no-db", action="store_true", help="write only the Parquet file")
+    p.set_defaults(func=_rollout)
+
+    p = sub.add_parser("eval", help="exact match and reward by distractor kind and hardness, with baselines")
+    _common(p)
+    p.add_argument("--out", help="JSON report path (a Markdown table is written next to it)")
+    p.add_argument("--greedy", action="store_true", default=True, help="greedy decoding (default)")
+    p.add_argument("--sample", dest="greedy", action="store_false", help="sample instead of greedy decoding")
+    p.set_defaults(func=_eval)
+
+
+def _common(p) -> None:
+    p.add_argument("--model", required=True, help="local model directory (Qwen2.5-VL / Qwen2-VL / Qwen3-VL)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--set", help="curated set name (from the database)")
+    src.add_argument("--puzzles", help="puzzles.jsonl file (frames are read relative to --data)")
+    add_db_args(p)
+    p.add_argument("--limit", type=int, help="use at most this many puzzles")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (default cpu)")
+    p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
+    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--max-pixels", type=int, help="resize each image to at most this many pixels")
+    p.add_argument("--video-mode", action="store_true", help="show the context frames as one video")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, help="torch CPU threads (1 is fastest for tiny models on a busy machine)")
+
+
+def _tiny_model(args) -> int:
+    from mvp_core.model.tiny import build_tiny_model
+    out = build_tiny_model(args.out_dir, seed=args.seed, family=args.family)
+    print(f"tiny {args.family} model written to {out}")
+    return 0
+
+
+def load_puzzles(args) -> tuple[list[dict], Path]:
+    """Puzzle records from --puzzles FILE or --set NAME, and the data directory holding their frames."""
+    from db.engine import data_dir
+    if args.puzzles:
+        path = Path(args.puzzles)
+        if not path.is_file():
+            raise UserError(f"puzzles file {path} does not exist")
+        records = []
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    raise UserError(f"{path}:{i}: not JSON ({e.msg})") from None
+        # Frame uris are relative to the data directory; by default the file's own directory.
+        data = data_dir(args.data) if args.data else path.resolve().parent
+    else:
+        from db.engine import open_db
+        from db.sets import load_set
+        data = data_dir(args.data)
+        Session = open_db(args.db, data)
+        with Session() as s:
+            records = load_set(s, args.set)
+    if args.limit:
+        records = records[: args.limit]
+    if not records:
+        raise UserError("no puzzles to run")
+    from mvp_core.puzzle import Puzzle
+    for i, rec in enumerate(records, 1):
+        try:
+            Puzzle.from_dict(rec)
+        except (KeyError, TypeError, AttributeError) as e:
+            raise UserError(f"puzzle {i} is not a puzzle record ({type(e).__name__}: {e})") from None
+    return records, data
+
+
+def _set_threads(args) -> None:
+    if args.threads:
+        import torch
+        torch.set_num_threads(args.threads)
+
+
+def _prompt_cfg(args):
+    from mvp_core.model.prompt import PromptConfig
+    cfg = PromptConfig(video_mode=args.video_mode)
+    if args.max_pixels:
+        cfg.max_pixels = args.max_pixels
+    return cfg
+
+
+def _gen_cfg(args, n: int, greedy: bool = False):
+    from mvp_core.model.rollout import GenConfig
+    return GenConfig(num_generations=n, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                     top_p=args.top_p, do_sample=not greedy, seed=args.seed)
+
+
+def _rollout(args) -> int:
+    from mvp_core.model.policy import load_policy
+    from mvp_core.model.rollout import RolloutStats, frame_loader, run_rollouts, summarize, write_parquet
+
+    if args.num_generations < 1:
+        raise UserError("-G must be at least 1")
+    records, data = load_puzzles(args)
+    _set_threads(args)
+    run_name = args.run or f"rollout-{Path(args.model).resolve().name}"
+    out = Path(args.out) if args.out else data / "rollouts" / f"{run_name}.parquet"
+    model, processor = load_policy(args.model, dtype=args.dtype, device=args.device)
+    store = None if args.no_db else _rollout_store(args, data, run_name, records)
+    file_done = set()
+    if out.exists():
+        import pyarrow.parquet as pq
+        t = pq.read_table(out, columns=["puzzle_id", "sample_index"])
+        file_done = set(zip(t["puzzle_id"].to_pylist(), t["sample_index"].to_pylist()))
+    # Resume from what both sinks hold, so neither ends up with a gap (the store skips keys it has).
+    done = (store.done_keys() & file_done) if store else file_done
+    stats = RolloutStats()
+    rows: list[dict] = []
+
+    def on_batch(new: list[dict]) -> None:
+        rows.extend(new)
+        if store:
+            store.add(new)
+    try:
+        run_rollouts(model, processor, records, frame_loader(data), _prompt_cfg(args),
+                     _gen_cfg(args, args.num_generations), done=done, batch_puzzles=args.batch_puzzles,
+                     on_batch=on_batch, progress=True, stats=stats)
+    except BaseException:
+        # keep what was generated; a rerun resumes after it
+        write_parquet(out, rows)
+        if store:
+            store.finish("stopped")
+        raise
+    all_rows = write_parquet(out, rows)
+    if store:
+        store.finish("done")
+    s = summarize(all_rows)
+    st = stats.as_dict()
+    print(f"{len(rows)} new answers, {s['answers']} stored for {s['puzzles']} puzzles in {out}"
+          + (f" and run {store.run_id!r}" if store else ""))
+    print("mean " + ", ".join(f"{k} {s[k]:.3f}" for k in ("total", "format", "selection", "order", "exact")))
+    if rows:
+        print(f"{st['answers_per_s']:.2f} answers/s; time in generation {100 * st['gen_share']:.0f}%, "
+              f"scoring {100 * st['score_share']:.1f}%")
+    return 0
+
+
+def _rollout_store(args, data, run_name, records):
+    from db.engine import open_db
+    from db.rollouts import RolloutStore
+    Session = open_db(args.db, data)
+    return RolloutStore(Session, run_name, model_path=str(Path(args.model).resolve()), set_name=args.set,
+                        records=records if args.puzzles else None,
+                        config={"G": args.num_generations, "temperature": args.temperature,
+                                "top_p": args.top_p, "max_new_tokens": args.max_new_tokens,
+                                "set": args.set, "puzzles": args.puzzles, "seed": args.seed,
+                                "max_pixels": args.max_pixels, "video_mode": args.video_mode})
+
+
+def _eval(args) -> int:
+    from mvp_core.model.evaluate import evaluate, markdown_report
+    from mvp_core.model.policy import load_policy
+    from mvp_core.model.rollout import frame_loader
+
+    records, data = load_puzzles(args)
+    _set_threads(args)
+    model, processor = load_policy(args.model, dtype=args.dtype, device=args.device)
+    report = evaluate(model, processor, records, frame_loader(data), _prompt_cfg(args),
+                      _gen_cfg(args, 1, greedy=args.greedy), progress=True)
+    report["model"] = str(Path(args.model).resolve())
+    md = markdown_report(report)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2))
+        out.with_suffix(".md").write_text(md)
+        print(f"report written to {out} and {out.with_suffix('.md')}", file=sys.stderr)
+    sys.stdout.write(md)
+    return 0

@@ -1,0 +1,62 @@
+"""`mvp users add|list|passwd`: accounts for the web app (issue 3)."""
+from __future__ import annotations
+
+import getpass
+import os
+
+from app.cli.args import add_db_args
+from db.models.curation import ROLES
+
+
+def register(sub) -> None:
+    p = sub.add_parser("users", help="manage users (curator, researcher, admin)")
+    usub = p.add_subparsers(dest="users_command", required=True)
+    q = usub.add_parser("add", help="add a user; prints a generated password when none is given")
+    q.add_argument("name")
+    q.add_argument("--role", default="curator", choices=ROLES)
+    q.add_argument("--password", help="the password (default: MVP_PASSWORD, else a random one, printed)")
+    add_db_args(q)
+    q.set_defaults(func=_add)
+    q = usub.add_parser("list", help="list users")
+    add_db_args(q)
+    q.set_defaults(func=_list)
+    q = usub.add_parser("passwd", help="set a user's password (asks for it unless --password)")
+    q.add_argument("name")
+    q.add_argument("--password")
+    add_db_args(q)
+    q.set_defaults(func=_passwd)
+
+
+
+def _add(args) -> int:
+    from db.engine import open_db
+    from db.users import add_user
+    given = args.password or os.environ.get("MVP_PASSWORD")
+    with open_db(args.db, args.data)() as s:
+        user, pw = add_user(s, args.name, args.role, given)
+        s.commit()
+    print(f"added {user.name} ({user.role})" + ("" if given else f"; password: {pw}"))
+    return 0
+
+
+def _list(args) -> int:
+    from db.engine import open_db
+    from db.users import list_users
+    with open_db(args.db, args.data)() as s:
+        for u in list_users(s):
+            print(f"{u['name']}\t{u['role']}\t{u['created_at']:%Y-%m-%d}")
+    return 0
+
+
+def _passwd(args) -> int:
+    from db.engine import open_db
+    from db.users import set_password
+    from mvp_core.errors import UserError
+    pw = args.password or getpass.getpass(f"new password for {args.name}: ")
+    if not pw:
+        raise UserError("empty password")
+    with open_db(args.db, args.data)() as s:
+        set_password(s, args.name, pw)
+        s.commit()
+    print(f"password changed for {args.name}")
+    return 0

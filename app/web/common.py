@@ -1,0 +1,60 @@
+"""Pieces every page shares: the context a page is built with, the navigation bar, HTML escaping and
+the wrapper that turns a refused or bad request into a message instead of a traceback."""
+from __future__ import annotations
+
+import contextlib
+import html
+from dataclasses import dataclass
+from pathlib import Path
+
+import gradio as gr
+from sqlalchemy.orm import sessionmaker
+
+from app.web.auth import PAGE_TITLES, Auth, Forbidden
+from mvp_core.errors import UserError
+
+
+@dataclass
+class WebContext:
+    """What each page module gets from `app.web.server.build_app`."""
+    Session: sessionmaker     # database sessions (one short session per request)
+    data_dir: Path            # the only directory whose files are ever served
+    auth: Auth
+    pages: tuple[str, ...] = ()   # the pages mounted in this server (a page module may be missing)
+
+
+def esc(x) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def nav_html(ctx: WebContext, user: str | None, current: str) -> str:
+    """The top bar: the pages this user's role may open, who is logged in, and log out."""
+    links = []
+    for page in ctx.auth.pages_for(user):
+        if ctx.pages and page not in ctx.pages:
+            continue
+        cls = "mvp-nav-link active" if page == current else "mvp-nav-link"
+        links.append(f'<a class="{cls}" href="/{page}/" id="nav-{page}">{PAGE_TITLES[page]}</a>')
+    role = ctx.auth.role_of(user) or "?"
+    return (f'<nav class="mvp-nav"><span class="mvp-brand">MVP Studio</span>{"".join(links)}'
+            f'<span class="mvp-user">{esc(user)} ({esc(role)})</span>'
+            f'<a class="mvp-nav-link" href="/logout" id="nav-logout">Log out</a></nav>')
+
+
+def msg_html(text: str, kind: str = "info") -> str:
+    return f'<div class="mvp-msg mvp-msg-{kind}">{esc(text)}</div>' if text else ""
+
+
+@contextlib.contextmanager
+def guard(ctx: WebContext, request: gr.Request | None, page: str):
+    """`with guard(ctx, request, "curate") as uid:` checks the caller's role server-side before a
+    handler runs (the page is also refused at the HTTP layer; this is the second line) and shows
+    UserError / Forbidden as a Gradio error message instead of a stack trace."""
+    try:
+        uid = ctx.auth.require(getattr(request, "username", None), page)
+    except Forbidden as e:
+        raise gr.Error(f"forbidden: {e}") from None
+    try:
+        yield uid
+    except UserError as e:
+        raise gr.Error(str(e)) from None

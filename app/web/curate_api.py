@@ -1,0 +1,125 @@
+"""The curate page's JSON API: POST /curate/api/<action>, called by static/curate.js.
+
+Why not Gradio events: a verdict through Gradio's queue (join, SSE stream, diff, Svelte re-render)
+cost ~160-180 ms before the next puzzle's HTML was even in the page on the shared VM; one fetch of a
+small JSON answer costs a few ms plus the handler. The handlers are the same `CurateActions` the page
+always used, so verdicts still go through `db.review` (leases, append-only history, undo).
+
+Access: these paths are under /curate, so the app's middleware already refused anyone whose role may
+not curate (401/403); each handler checks the role again (`Auth.require`) before touching the
+database. Only `application/json` bodies are accepted: with the SameSite=Lax session cookie this
+keeps other sites' forms from posting verdicts. Bad input gets 400 with one line, `{"error": ...}`."""
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from app.web.auth import COOKIE, Forbidden
+from app.web.common import WebContext
+from app.web.pages.curate import MAX_KEYS, PAGE, CurateActions, new_state
+from db.models.curation import REASON_CODES
+from mvp_core.errors import UserError
+
+PREFIX = "/curate/api"
+MAX_HISTORY = 500          # puzzles remembered for <- / -> per tab (the oldest are dropped)
+VERDICTS = ("accept", "reject", "skip")
+
+
+def _ids(raw, what: str) -> list[str]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(x, str) and 0 < len(x) <= 200 for x in raw):
+        raise UserError(f"bad request: state.{what} must be a list of puzzle ids")
+    return raw[-MAX_HISTORY:]
+
+
+def parse_state(raw) -> dict:
+    """The tab's navigation state as the browser sent it, checked. It grants nothing: any curator may
+    look at any puzzle (deep links), and every write is made as the session's own user."""
+    if raw is None:
+        return new_state()
+    if not isinstance(raw, dict):
+        raise UserError("bad request: state must be an object")
+    pid = raw.get("pid")
+    if pid is not None and not (isinstance(pid, str) and 0 < len(pid) <= 200):
+        raise UserError("bad request: state.pid must be a puzzle id or null")
+    return {"pid": pid, "back": _ids(raw.get("back"), "back"), "fwd": _ids(raw.get("fwd"), "fwd"),
+            "reveal": bool(raw.get("reveal", False))}
+
+
+def _index(body: dict) -> int:
+    i = body.get("index")
+    if not isinstance(i, int) or isinstance(i, bool) or not 1 <= i <= MAX_KEYS:
+        raise UserError(f"bad request: index must be an option number 1-{MAX_KEYS}")
+    return i
+
+
+def _dispatch(act: CurateActions, uid: int, action: str, body: dict):
+    st = parse_state(body.get("state"))
+    if action == "load":
+        deep = body.get("puzzle")
+        if deep is not None and not isinstance(deep, str):
+            raise UserError("bad request: puzzle must be a puzzle id")
+        return act.load(uid, deep or None)
+    if action == "verdict":
+        v, note = body.get("verdict"), body.get("note") or ""
+        if v not in VERDICTS:
+            raise UserError(f"bad request: verdict must be one of {', '.join(VERDICTS)}")
+        if not isinstance(note, str) or len(note) > 2000:
+            raise UserError("bad request: note must be text of at most 2000 characters")
+        return act.verdict(uid, st, v, note.strip())
+    if action == "toggle":
+        reason = body.get("reason")
+        if reason not in REASON_CODES:
+            raise UserError(f"bad request: reason must be one of {', '.join(REASON_CODES)}")
+        return act.toggle(uid, st, _index(body), reason)
+    if action == "undo":
+        return act.undo(uid, st)
+    if action == "move":
+        step = body.get("step")
+        if step not in (-1, 1) or isinstance(step, bool):
+            raise UserError("bad request: step must be -1 or 1")
+        return act.move(uid, st, step)
+    if action == "reveal":
+        return act.reveal(uid, st)
+    if action == "play":
+        return act.play(uid, st, _index(body))
+    if action == "progress":
+        return {"html": act.progress(uid)}
+    raise UserError(f"bad request: no action {action!r}")
+
+
+ACTIONS = ("load", "verdict", "toggle", "undo", "move", "reveal", "play", "progress")
+
+
+def register(app: FastAPI, ctx: WebContext) -> None:
+    """Add the routes; call before the curate page's Gradio app is mounted at /curate, so these
+    routes are matched first."""
+    act = CurateActions(ctx)
+
+    @app.post(PREFIX + "/{action}", include_in_schema=False)
+    async def curate_api(action: str, request: Request):
+        name = ctx.auth.user_of_token(request.cookies.get(COOKIE))
+        if name is None:
+            return JSONResponse({"error": "not logged in"}, status_code=401)
+        try:
+            uid = ctx.auth.require(name, PAGE)
+        except Forbidden as e:
+            return JSONResponse({"error": f"forbidden: {e}"}, status_code=403)
+        if action not in ACTIONS:
+            return JSONResponse({"error": f"no action {action!r}"}, status_code=404)
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            return JSONResponse({"error": "bad request: send JSON (Content-Type: application/json)"},
+                                status_code=415)
+        try:
+            body = await request.json()
+        except ValueError:
+            return JSONResponse({"error": "bad request: the body is not valid JSON"}, status_code=400)
+        if not isinstance(body, dict):
+            return JSONResponse({"error": "bad request: the body must be a JSON object"}, status_code=400)
+        try:
+            out = await run_in_threadpool(_dispatch, act, uid, action, body)
+        except UserError as e:
+            return JSONResponse({"error": str(e)}, status_code=400)
+        return JSONResponse(out, headers={"Cache-Control": "no-store"})

@@ -1,0 +1,1 @@
+"""One module per page of the studio; each adds its components to a Blocks the server mounts."""

@@ -1,0 +1,91 @@
+"""The admin page: list users, add one (with a role and a password), change a role, reset a password.
+Admins only: the page is refused at the HTTP layer for other roles and every handler re-checks."""
+from __future__ import annotations
+
+import gradio as gr
+
+from app.web.common import WebContext, esc, guard, msg_html, nav_html
+from db.models.curation import ROLES
+
+PAGE = "admin"
+
+
+def users_table(ctx: WebContext) -> list[list]:
+    from db.users import list_users
+    with ctx.Session() as s:
+        return [[u["name"], u["role"], str(u["created_at"])[:19]] for u in list_users(s)]
+
+
+def add_user(ctx: WebContext, name: str, role: str, password: str) -> tuple[str, str]:
+    """(message, the password to hand over). An empty password makes a random one."""
+    from db.users import add_user as db_add
+    with ctx.Session() as s:
+        user, pw = db_add(s, name, role, password or None)
+        s.commit()
+        ctx.auth.forget_role(user.name)
+    shown = "" if password else pw
+    return f"added {user.name} ({user.role})" + (f"; password: {pw}" if shown else ""), shown
+
+
+def set_role(ctx: WebContext, name: str, role: str) -> str:
+    from db.users import get_user
+    from mvp_core.errors import UserError
+    if role not in ROLES:
+        raise UserError(f"unknown role {role!r}")
+    with ctx.Session() as s:
+        u = get_user(s, name)
+        if u is None:
+            raise UserError(f"no user named {name!r}")
+        u.role = role
+        s.commit()
+    ctx.auth.forget_role(name)
+    return f"{name} is now {role}"
+
+
+def reset_password(ctx: WebContext, name: str, password: str) -> str:
+    from db.users import set_password
+    from mvp_core.errors import UserError
+    if len(password or "") < 8:
+        raise UserError("a password needs at least 8 characters")
+    with ctx.Session() as s:
+        set_password(s, name, password)
+        s.commit()
+    return f"password of {name} changed"
+
+
+def build(ctx: WebContext) -> gr.Blocks:
+    with gr.Blocks(title="MVP Studio · Admin") as demo:
+        nav = gr.HTML()
+        gr.Markdown("## Users")
+        table = gr.Dataframe(headers=["name", "role", "created"], interactive=False, elem_id="admin-users")
+        msg = gr.HTML(elem_id="admin-msg")
+        with gr.Row():
+            name = gr.Textbox(label="User name", elem_id="admin-name")
+            role = gr.Dropdown(list(ROLES), value="curator", label="Role", elem_id="admin-role")
+            password = gr.Textbox(label="Password (empty: generate one)", type="password", elem_id="admin-password")
+        with gr.Row():
+            b_add = gr.Button("Add user", variant="primary", elem_id="admin-add")
+            b_role = gr.Button("Set role", elem_id="admin-set-role")
+            b_pw = gr.Button("Set password", elem_id="admin-set-password")
+
+        def on_load(request: gr.Request):
+            with guard(ctx, request, PAGE):
+                return nav_html(ctx, request.username, PAGE), users_table(ctx)
+        demo.load(on_load, None, [nav, table])
+
+        def on_add(n, r, pw, request: gr.Request):
+            with guard(ctx, request, PAGE):
+                text, _ = add_user(ctx, n, r, pw)
+                return msg_html(text), users_table(ctx), ""
+        b_add.click(on_add, [name, role, password], [msg, table, password], api_name="add_user")
+
+        def on_role(n, r, request: gr.Request):
+            with guard(ctx, request, PAGE):
+                return msg_html(set_role(ctx, n, r)), users_table(ctx)
+        b_role.click(on_role, [name, role], [msg, table], api_name="set_role")
+
+        def on_pw(n, pw, request: gr.Request):
+            with guard(ctx, request, PAGE):
+                return msg_html(esc(reset_password(ctx, n, pw))), ""
+        b_pw.click(on_pw, [name, password], [msg, password], api_name="set_password")
+    return demo

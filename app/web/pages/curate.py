@@ -1,0 +1,269 @@
+"""The curate page: judge puzzles one at a time, keyboard first.
+
+Every action (verdict, distractor toggle, undo, move, reveal, play) is one JSON request
+(app/web/curate_api.py -> CurateActions) that returns the whole puzzle view as HTML, plus the puzzle a
+verdict will most likely lead to, so static/curate.js can show it the moment a verdict key is
+pressed. The per-browser-tab state is small: the current puzzle id, the puzzles seen before it
+(for <- / ->), and whether kind/difficulty are revealed. All verdicts go through `db.review`, which
+keeps the append-only history undo relies on."""
+from __future__ import annotations
+
+import json
+import time
+
+import gradio as gr
+from sqlalchemy import select
+
+from app.web.common import WebContext, esc, guard, nav_html
+from app.web.files import frame_url
+from app.web.pages.curate_view import HELP_HTML, progress_html, puzzle_html
+from db.models import Puzzle as PuzzleRow
+from db.models.curation import REASON_CODES, OptionVerdict, PuzzleVerdict, ReviewState
+from mvp_core.puzzle import Puzzle
+
+PAGE = "curate"
+MAX_KEYS = 9
+DEFAULT_REASON = "ambiguous"
+
+
+def peek_next(s, uid: int, current: str | None) -> str | None:
+    """A guess at the puzzle `next_puzzle` will hand out after the current one, without leasing it:
+    the store's own order (a live lease of mine on a puzzle I have not judged first, then closest to
+    k reviews, then by id), skipping puzzles this curator judged and ones leased to anyone else."""
+    from datetime import datetime, timezone
+
+    from sqlalchemy import exists
+
+    from db.models.curation import Lease
+    from db.review import overlap_k
+    now = datetime.now(timezone.utc)
+    mine = s.scalar(select(Lease.puzzle_id).where(
+        Lease.user_id == uid, Lease.expires_at > now, Lease.puzzle_id != (current or ""),
+        ~exists().where(PuzzleVerdict.puzzle_id == Lease.puzzle_id, PuzzleVerdict.user_id == uid))
+        .order_by(Lease.started_at).limit(1))
+    if mine is not None:
+        return mine
+    k = overlap_k(s)
+    rs = ReviewState
+    for n in range(k - 1, -1, -1):
+        q = (select(rs.puzzle_id).where(
+                rs.n_reviews == n, rs.puzzle_id != (current or ""),
+                ~exists().where(PuzzleVerdict.puzzle_id == rs.puzzle_id, PuzzleVerdict.user_id == uid),
+                ~exists().where(Lease.puzzle_id == rs.puzzle_id, Lease.expires_at > now))
+             .order_by(rs.puzzle_id).limit(1))
+        pid = s.scalar(q)
+        if pid is not None:
+            return pid
+    return None
+
+
+def new_state() -> dict:
+    """The per-tab navigation state; the browser keeps it and sends it with every action (it holds
+    no rights: every write is checked against the session's user on the server)."""
+    return {"pid": None, "back": [], "fwd": [], "reveal": False}
+
+
+class CurateActions:
+    """The handlers' logic, separate from Gradio wiring so each returns (state, view, progress, msg)."""
+
+    def __init__(self, ctx: WebContext):
+        self.ctx = ctx
+
+    # ---- reading ------------------------------------------------------------------------------
+
+    def render(self, s, uid: int, pid: str | None, reveal: bool) -> str:
+        """The puzzle view's HTML for `pid` as this curator sees it (their verdicts, its status)."""
+        p, ovs, mine, status = None, {}, None, "pending"
+        row = s.get(PuzzleRow, pid) if pid else None
+        if row is not None:
+            p = Puzzle.from_dict(json.loads(row.record_json))
+            ovs = {o.label: {"verdict": o.verdict, "reason_code": o.reason_code}
+                   for o in s.scalars(select(OptionVerdict).where(OptionVerdict.puzzle_id == pid,
+                                                                  OptionVerdict.user_id == uid))}
+            pv = s.scalar(select(PuzzleVerdict).where(PuzzleVerdict.puzzle_id == pid,
+                                                      PuzzleVerdict.user_id == uid))
+            mine = {"verdict": pv.verdict} if pv is not None else None
+            st = s.get(ReviewState, pid)
+            status = st.status if st is not None else "pending"
+        return puzzle_html(p, ovs, mine, status, reveal)
+
+    def view(self, s, uid: int, state: dict, msg: str = "", kind: str = "info") -> dict:
+        """What the page shows after an action: the state, the current puzzle's HTML, a message, and
+        `next`: the puzzle a verdict on this one will most likely lead to, rendered now, so the page
+        can show it (images already decoded) the moment a verdict key is pressed, while the verdict is
+        being recorded. Progress is fetched separately, so its counting queries stay off this path."""
+        return {"state": state, "html": self.render(s, uid, state.get("pid"), state.get("reveal", False)),
+                "msg": msg, "kind": kind, "next": self.predict(s, uid, state)}
+
+    def predict(self, s, uid: int, state: dict) -> dict | None:
+        """{pid, html} of the puzzle `verdict` will show next: the forward history's top, else the
+        store's queue order (`peek_next`). None when nothing is shown (there is nothing to judge)."""
+        if not state.get("pid"):
+            return None
+        nxt = state["fwd"][-1] if state.get("fwd") else peek_next(s, uid, state.get("pid"))
+        return {"pid": nxt, "html": self.render(s, uid, nxt, state.get("reveal", False))}
+
+    def progress(self, uid: int) -> str:
+        from db.review import progress
+        with self.ctx.Session() as s:
+            return progress_html(progress(s, uid))
+
+    # ---- actions ------------------------------------------------------------------------------
+
+    def load(self, uid: int, deep_link: str | None):
+        from db.review import next_puzzle
+        state = new_state()
+        with self.ctx.Session() as s:
+            if deep_link:
+                if s.get(PuzzleRow, deep_link) is None:
+                    state["pid"] = next_puzzle(s, uid)
+                    return self.view(s, uid, state, f"no puzzle {deep_link!r}; showing the next one", "warn")
+                state["pid"] = deep_link
+            else:
+                state["pid"] = next_puzzle(s, uid)
+            return self.view(s, uid, state)
+
+    def verdict(self, uid: int, state: dict, verdict: str, note: str):
+        from db.review import next_puzzle, submit_verdict
+        state = dict(state)
+        with self.ctx.Session() as s:
+            pid = state.get("pid")
+            if not pid:
+                return self.view(s, uid, state, "nothing to judge", "warn")
+            submit_verdict(s, uid, pid, verdict, reason=note or "")
+            state["back"] = state.get("back", []) + [pid]
+            fwd = list(state.get("fwd", []))
+            state["pid"] = fwd.pop() if fwd else next_puzzle(s, uid)
+            state["fwd"] = fwd
+            return self.view(s, uid, state, f"{verdict}: {pid}")
+
+    def toggle(self, uid: int, state: dict, index: int, reason: str):
+        from db.review import set_option_verdict
+        with self.ctx.Session() as s:
+            pid = state.get("pid")
+            row = s.get(PuzzleRow, pid) if pid else None
+            if row is None:
+                return self.view(s, uid, state, "no puzzle shown", "warn")
+            labels = [o["label"] for o in json.loads(row.record_json)["options"]]
+            if not 1 <= index <= len(labels):
+                return self.view(s, uid, state, f"this puzzle has only {len(labels)} options", "warn")
+            label = labels[index - 1]
+            cur = s.scalar(select(OptionVerdict.verdict).where(
+                OptionVerdict.puzzle_id == pid, OptionVerdict.label == label, OptionVerdict.user_id == uid))
+            reason = reason if reason in REASON_CODES else DEFAULT_REASON
+            if cur == "reject":
+                set_option_verdict(s, uid, pid, label, "keep")
+                return self.view(s, uid, state, f"option {label}: keep")
+            set_option_verdict(s, uid, pid, label, "reject", reason_code=reason)
+            return self.view(s, uid, state, f"option {label}: rejected ({reason})")
+
+    def undo(self, uid: int, state: dict):
+        from db.review import undo_last
+        state = dict(state)
+        with self.ctx.Session() as s:
+            res = undo_last(s, uid)
+            if res is None:
+                return self.view(s, uid, state, "nothing to undo", "warn")
+            pid = res["puzzle_id"]
+            if pid != state.get("pid"):
+                back = [x for x in state.get("back", []) if x != pid]
+                fwd = [x for x in state.get("fwd", []) if x != pid]
+                if state.get("pid"):
+                    fwd.append(state["pid"])
+                state.update(pid=pid, back=back, fwd=fwd)
+            what = f"option {res['label']}" if res["label"] else "verdict"
+            return self.view(s, uid, state, f"undone: {what} on {pid}")
+
+    def move(self, uid: int, state: dict, step: int):
+        from db.review import next_puzzle
+        state = dict(state)
+        back, fwd = list(state.get("back", [])), list(state.get("fwd", []))
+        with self.ctx.Session() as s:
+            if step < 0:
+                if not back:
+                    return self.view(s, uid, state, "this is the first puzzle of this session", "warn")
+                if state.get("pid"):
+                    fwd.append(state["pid"])
+                state["pid"] = back.pop()
+            else:
+                if not fwd:
+                    nxt = next_puzzle(s, uid)
+                    if nxt is None or nxt == state.get("pid"):
+                        return self.view(s, uid, state, "newest puzzle: judge it (a/r) or skip it (s)", "warn")
+                    fwd = [nxt]
+                if state.get("pid"):
+                    back.append(state["pid"])
+                state["pid"] = fwd.pop()
+            state.update(back=back, fwd=fwd)
+            return self.view(s, uid, state)
+
+    def reveal(self, uid: int, state: dict):
+        state = dict(state, reveal=not state.get("reveal", False))
+        with self.ctx.Session() as s:
+            return self.view(s, uid, state, "kind and difficulty shown" if state["reveal"] else "blind review")
+
+    def play(self, uid: int, state: dict, index: int) -> dict:
+        """{"clip": html} of option `index` played in the gap (rendered once, then cached), or a message."""
+        from mvp_core.video.clips import render_gap_clip
+        pid = state.get("pid")
+        with self.ctx.Session() as s:
+            row = s.get(PuzzleRow, pid) if pid else None
+            if row is None:
+                return {"clip": "", "msg": "no puzzle shown", "kind": "warn"}
+            p = Puzzle.from_dict(json.loads(row.record_json))
+        if not 1 <= index <= len(p.options):
+            return {"clip": "", "msg": f"this puzzle has only {len(p.options)} options", "kind": "warn"}
+        label = p.options[index - 1].label
+        t0 = time.perf_counter()
+        path = render_gap_clip(self.ctx.data_dir, p, label)
+        rel = path.relative_to(self.ctx.data_dir).as_posix()
+        return {"clip": f'<div class="mvp-clip" data-label="{esc(label)}"><div>option <b>{esc(label)}</b> in the gap '
+                        f'(context → {esc(label)} → context; {time.perf_counter() - t0:.2f} s)</div>'
+                        f'<video src="{frame_url(rel, thumb=False)}" autoplay loop muted controls playsinline></video></div>',
+                "msg": "", "kind": "info"}
+
+
+def _js(call: str) -> str:
+    """A button's click handler in the page: the same function the hotkey calls (static/curate.js)."""
+    return f"() => {{ window.mvpCurate && window.mvpCurate.{call}; }}"
+
+
+def build(ctx: WebContext) -> gr.Blocks:
+    """The page's layout. Gradio draws the chrome (nav, buttons, reason, note); the puzzle view, the
+    message, progress and the clip are plain <div>s that static/curate.js fills from the JSON API
+    (app/web/curate_api.py), so a verdict is one fetch instead of a Gradio queue/SSE round trip plus a
+    re-render. Their gr.HTML values never change, so Gradio never redraws over what the script put
+    there."""
+    with gr.Blocks(title="MVP Studio · Curate") as demo:
+        nav = gr.HTML(elem_id="mvp-nav-bar")
+        gr.HTML('<div id="mvp-progress-box"></div>', elem_id="mvp-progress")
+        gr.HTML('<div id="mvp-msg-box"></div>', elem_id="mvp-msg")
+        gr.HTML('<div id="mvp-stage" data-curate-api="/curate/api/"></div>', elem_id="mvp-view")
+        with gr.Row():
+            b_accept = gr.Button("Accept (a)", variant="primary", elem_id="btn-accept")
+            b_reject = gr.Button("Reject (r)", variant="stop", elem_id="btn-reject")
+            b_skip = gr.Button("Skip (s)", elem_id="btn-skip")
+            b_undo = gr.Button("Undo (u)", elem_id="btn-undo")
+            b_prev = gr.Button("← Prev", elem_id="btn-prev")
+            b_next = gr.Button("Next →", elem_id="btn-next")
+            b_reveal = gr.Button("Reveal kind/difficulty (v)", elem_id="btn-reveal")
+            b_help = gr.Button("Keys (?)", elem_id="btn-help")
+        with gr.Row():
+            gr.Radio(list(REASON_CODES), value=DEFAULT_REASON, label="Reason for rejecting a distractor (c cycles)",
+                     elem_id="mvp-reason", interactive=True)   # no event reads them: say so, or Gradio disables them
+            gr.Textbox(label="Note on the puzzle verdict (optional)", elem_id="mvp-note", max_lines=2, interactive=True)
+        gr.HTML('<div id="mvp-clip-box"></div>', elem_id="mvp-clip")
+        gr.HTML(HELP_HTML)
+
+        def on_load(request: gr.Request):
+            with guard(ctx, request, PAGE):
+                return nav_html(ctx, request.username, PAGE)
+        demo.load(on_load, None, nav, show_progress="hidden")
+        demo.load(None, None, None, js=_js("start()"))
+
+        for btn, call in ((b_accept, "verdict('accept')"), (b_reject, "verdict('reject')"),
+                          (b_skip, "verdict('skip')"), (b_undo, "undo()"), (b_prev, "move(-1)"),
+                          (b_next, "move(1)"), (b_reveal, "reveal()")):
+            btn.click(None, None, None, js=_js(call))
+        b_help.click(None, None, None, js="() => window.mvpToggleHelp && window.mvpToggleHelp()")
+    return demo

@@ -1,0 +1,1 @@
+"""The model side: load a VideoLLM, tiny models, prompts, rollouts and evaluation."""

@@ -1,0 +1,215 @@
+"""Sample G answers per puzzle with HF `generate` and score each with the fine-grained reward.
+
+Frames come from the frame store through `load_frame(uri)` (no video decoding here). Work is
+resumable: pairs (puzzle id, sample index) in `done` are skipped, and a puzzle with some samples
+stored only generates the missing ones. Each answer becomes one row (a dict) with the completion,
+the chosen labels, every reward term and the group-normalised advantage."""
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mvp_core.errors import UserError
+from mvp_core.model.prompt import PromptConfig, build_inputs
+from mvp_core.puzzle import Puzzle
+from mvp_core.reward import DEFAULT_WEIGHTS, score_completion
+
+TERMS = ("format", "selection", "order", "exact", "total")
+
+
+@dataclass
+class GenConfig:
+    """Sampling settings (TRL names where TRL has one).
+
+    num_generations: G, answers per puzzle.
+    max_new_tokens: completion length cap (TRL: max_completion_length).
+    do_sample: False for greedy decoding (evaluation); then G should be 1.
+    seed: base seed; each puzzle's sampling is seeded from (seed, puzzle id), so a resumed or
+      re-ordered run draws the same answers for the same puzzle when it is generated alone.
+    """
+    num_generations: int = 8
+    max_new_tokens: int = 128
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int | None = None
+    do_sample: bool = True
+    seed: int = 0
+
+
+@dataclass
+class RolloutStats:
+    """Wall time split: building inputs (frames + processor), generation, decoding + scoring."""
+    prep_s: float = 0.0
+    gen_s: float = 0.0
+    score_s: float = 0.0
+    answers: int = 0
+    puzzles: int = 0
+    completion_tokens: int = 0
+    extra: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        total = self.prep_s + self.gen_s + self.score_s
+        return {"prep_s": self.prep_s, "gen_s": self.gen_s, "score_s": self.score_s, "total_s": total,
+                "answers": self.answers, "puzzles": self.puzzles, "completion_tokens": self.completion_tokens,
+                "answers_per_s": self.answers / total if total else 0.0,
+                "gen_share": self.gen_s / total if total else 0.0,
+                "score_share": self.score_s / total if total else 0.0}
+
+
+def frame_loader(data_dir):
+    """`load_frame(uri)` over the project's frame store in `data_dir`."""
+    from mvp_core.video.frames import FrameStore
+    return FrameStore(data_dir).load
+
+
+def _seed_for(seed: int, key: str) -> int:
+    return int(hashlib.sha256(f"{seed}:{key}".encode()).hexdigest()[:8], 16)
+
+
+def generate(model, processor, puzzles: list, load_frame, pcfg: PromptConfig, gcfg: GenConfig,
+             n: int, stats: RolloutStats | None = None) -> list[list[tuple[str, int]]]:
+    """n completions per puzzle: [[(text, n_tokens), ...] per puzzle], one batched generate call."""
+    import torch
+    stats = stats or RolloutStats()
+    t0 = time.perf_counter()
+    try:
+        inputs = build_inputs(processor, puzzles, load_frame, pcfg).to(model.device)
+    except (OSError, ValueError) as e:   # a missing / unreadable frame file, a uri outside the store
+        ids = ", ".join(p["id"] if isinstance(p, dict) else p.id for p in puzzles)
+        raise UserError(f"puzzle {ids}: cannot build the model inputs ({str(e).splitlines()[0]})") from None
+    t1 = time.perf_counter()
+    torch.manual_seed(_seed_for(gcfg.seed, "|".join(p["id"] if isinstance(p, dict) else p.id for p in puzzles)))
+    kw = dict(max_new_tokens=gcfg.max_new_tokens, num_return_sequences=n, do_sample=gcfg.do_sample)
+    if gcfg.do_sample:
+        kw.update(temperature=gcfg.temperature, top_p=gcfg.top_p)
+        if gcfg.top_k is not None:
+            kw["top_k"] = gcfg.top_k
+    else:
+        # greedy: drop any sampling defaults a checkpoint's generation_config carries
+        kw.update(temperature=None, top_p=None, top_k=None)
+    with torch.inference_mode():
+        out = model.generate(**inputs, **kw)
+    t2 = time.perf_counter()
+    new = out[:, inputs["input_ids"].shape[1]:]
+    gen_cfg = model.generation_config
+    eos = gen_cfg.eos_token_id if isinstance(gen_cfg.eos_token_id, list) else [gen_cfg.eos_token_id]
+    pad = gen_cfg.pad_token_id
+    texts = processor.batch_decode(new, skip_special_tokens=True)
+    lengths = []
+    for row in new.tolist():
+        k = len(row)
+        for i, tok in enumerate(row):
+            if tok in eos or tok == pad:
+                k = i + 1 if tok in eos else i
+                break
+        lengths.append(k)
+    stats.prep_s += t1 - t0
+    stats.gen_s += t2 - t1
+    stats.completion_tokens += sum(lengths)
+    pairs = list(zip(texts, lengths))
+    return [pairs[i * n:(i + 1) * n] for i in range(len(puzzles))]
+
+
+def score_group(pz: Puzzle, completions: list[tuple[str, int]], sample_indices: list[int],
+                weights: dict | None = None, eps: float = 1e-4) -> list[dict]:
+    """Rows for one puzzle's answers, with the advantage (r - mean) / (std + eps) within the group."""
+    pool = [o.label for o in pz.options]
+    kinds = {o.label: o.kind for o in pz.options}
+    rows = []
+    for (text, n_tok), idx in zip(completions, sample_indices):
+        t = score_completion(text, pz.answer, pool, weights or DEFAULT_WEIGHTS)
+        rows.append({"puzzle_id": pz.id, "video_id": pz.video.id, "sample_index": idx, "completion": text,
+                     "chosen_labels": list(t.labels), "chosen_kinds": [kinds.get(x, "outside") for x in t.labels],
+                     "format": t.format, "selection": t.selection, "order": t.order, "exact": t.exact,
+                     "total": t.total, "completion_tokens": int(n_tok)})
+    r = np.array([row["total"] for row in rows], dtype=np.float64)
+    adv = (r - r.mean()) / (r.std() + eps) if len(r) > 1 else np.zeros_like(r)
+    for row, a in zip(rows, adv):
+        row["advantage"] = float(a)
+    return rows
+
+
+def run_rollouts(model, processor, records: list, load_frame, pcfg: PromptConfig | None = None,
+                 gcfg: GenConfig | None = None, done: set | None = None, batch_puzzles: int = 1,
+                 on_batch=None, progress: bool = False, stats: RolloutStats | None = None,
+                 weights: dict | None = None) -> list[dict]:
+    """G answers per puzzle, scored. `done` holds (puzzle_id, sample_index) pairs to skip;
+    `on_batch(rows)` is called after every generate call (store them there to survive a crash)."""
+    from tqdm import tqdm
+    pcfg, gcfg = pcfg or PromptConfig(), gcfg or GenConfig()
+    done = done or set()
+    stats = stats if stats is not None else RolloutStats()
+    G = gcfg.num_generations
+    # (puzzle, missing sample indices); puzzles with the same number missing batch together.
+    todo = []
+    for rec in records:
+        pz = rec if isinstance(rec, Puzzle) else Puzzle.from_dict(rec)
+        missing = [i for i in range(G) if (pz.id, i) not in done]
+        if missing:
+            todo.append((pz, missing))
+    rows: list[dict] = []
+    bar = tqdm(total=len(todo), desc="rollout", unit="puzzle", disable=not progress)
+    i = 0
+    while i < len(todo):
+        n = len(todo[i][1])
+        batch = [todo[i]]
+        while len(batch) < max(1, batch_puzzles) and i + len(batch) < len(todo) \
+                and len(todo[i + len(batch)][1]) == n:
+            batch.append(todo[i + len(batch)])
+        outs = generate(model, processor, [pz for pz, _ in batch], load_frame, pcfg, gcfg, n, stats)
+        t0 = time.perf_counter()
+        new = []
+        for (pz, missing), comps in zip(batch, outs):
+            new += score_group(pz, comps, missing, weights)
+        stats.score_s += time.perf_counter() - t0
+        stats.answers += len(new)
+        stats.puzzles += len(batch)
+        if on_batch:
+            on_batch(new)
+        rows += new
+        i += len(batch)
+        bar.update(len(batch))
+        bar.set_postfix(reward=f"{np.mean([r['total'] for r in rows]):.3f}")
+    bar.close()
+    return rows
+
+
+def summarize(rows: list[dict]) -> dict:
+    """Means of every reward term over the answers, plus counts."""
+    out = {"answers": len(rows), "puzzles": len({r["puzzle_id"] for r in rows})}
+    for k in TERMS:
+        out[k] = float(np.mean([r[k] for r in rows])) if rows else 0.0
+    if rows:
+        out["completion_tokens"] = float(np.mean([r.get("completion_tokens", 0) for r in rows]))
+    return out
+
+
+PARQUET_COLUMNS = ["puzzle_id", "video_id", "sample_index", "completion", "chosen_labels", "chosen_kinds",
+                   "format", "selection", "order", "exact", "total", "advantage", "completion_tokens"]
+
+
+def write_parquet(path, rows: list[dict]) -> list[dict]:
+    """Merge `rows` into the Parquet file at `path` (rows already there, by (puzzle, sample), are
+    kept), written atomically; returns all rows in the file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    path = Path(path)
+    old = pq.read_table(path).to_pylist() if path.exists() else []
+    seen = {(r["puzzle_id"], r["sample_index"]) for r in old}
+    merged = old + [r for r in rows if (r["puzzle_id"], r["sample_index"]) not in seen]
+    merged.sort(key=lambda r: (r["puzzle_id"], r["sample_index"]))
+    schema = pa.schema([("puzzle_id", pa.string()), ("video_id", pa.string()), ("sample_index", pa.int32()),
+                        ("completion", pa.string()), ("chosen_labels", pa.list_(pa.string())),
+                        ("chosen_kinds", pa.list_(pa.string())), ("format", pa.float64()),
+                        ("selection", pa.float64()), ("order", pa.float64()), ("exact", pa.float64()),
+                        ("total", pa.float64()), ("advantage", pa.float64()), ("completion_tokens", pa.int32())])
+    table = pa.Table.from_pylist([{k: r.get(k) for k in PARQUET_COLUMNS} for r in merged], schema=schema)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    pq.write_table(table, tmp)
+    tmp.replace(path)
+    return merged

@@ -1,0 +1,1 @@
+"""Video in: decode (decord, PyAV fallback), scan a folder, the content-addressed frame store, preview clips."""

@@ -1,0 +1,51 @@
+"""Find the video files under the input folders, refusing what must not be read."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from mvp_core.video.decode import VIDEO_EXTENSIONS
+
+
+@dataclass
+class Candidate:
+    path: Path            # absolute, as found (not resolved: a symlink keeps its own name)
+    skip_reason: str = ""  # set when the file must not be processed
+
+
+def scan(inputs: list[str | os.PathLike]) -> list[Candidate]:
+    """Every file with a video extension under the inputs (or the inputs themselves), sorted.
+    Symlinks are followed only when they stay inside the folder they were found in."""
+    out: dict[Path, Candidate] = {}
+    for given in inputs:
+        root = Path(given).absolute()
+        if not root.exists() and not root.is_symlink():
+            out[root] = Candidate(root, "does not exist")
+            continue
+        if root.is_file() or (root.suffix.lower() in VIDEO_EXTENSIONS and not root.is_dir()):
+            out[root] = Candidate(root)
+            continue
+        real_root = root.resolve()
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            d = Path(dirpath)
+            for name in dirnames:  # a directory named like a video ("x.mp4") is reported, not entered silently
+                if Path(name).suffix.lower() in VIDEO_EXTENSIONS:
+                    out[d / name] = Candidate(d / name, "is a directory, not a video file")
+            for name in filenames:
+                p = d / name
+                if p.suffix.lower() not in VIDEO_EXTENSIONS:
+                    continue
+                out[p] = Candidate(p, _symlink_reason(p, real_root))
+    return [out[k] for k in sorted(out, key=str)]
+
+
+def _symlink_reason(p: Path, real_root: Path) -> str:
+    if not p.is_symlink():
+        return ""
+    target = p.resolve()
+    if not target.exists():
+        return "broken symlink"
+    if real_root not in target.parents:
+        return f"symlink points outside the input folder ({target})"
+    return ""
