@@ -92,7 +92,7 @@ def _frames_of(path: Path, fps: float, max_side: int):
 
 
 def _build_records(sample_videos: dict, data_dir: Path) -> list[dict]:
-    """Puzzle records per DESIGN §3 from real frames of the sample videos (used while `mvp synth`
+    """Puzzle records (docs/ARCHITECTURE.md, "Puzzle record") from real frames of the sample videos (used while `mvp synth`
     is not available): N=6 keyframes at 4 fps, m=2 masked, l=3 distractors (two temporal neighbours
     and one frame of another video)."""
     from PIL import Image
