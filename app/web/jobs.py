@@ -24,7 +24,7 @@ import psutil
 
 from mvp_core.errors import UserError
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[2]   # the repository root
 DEFAULT_CONFIG = ROOT / "configs" / "web.yaml"   # trains on the real MVP reward
 KINDS = ("train", "rollout", "eval")
 _CHILDREN: dict[int, subprocess.Popen] = {}     # processes this server started (reaped on poll)
