@@ -7,6 +7,7 @@ import gradio as gr
 import pandas as pd
 
 from app.web.common import WebContext, guard, nav_html
+from app.web.pages import stats_eval
 
 PAGE = "stats"
 
@@ -71,5 +72,6 @@ def build(ctx: WebContext) -> gr.Blocks:
                              df if len(df) else pd.DataFrame({"note": ["no data yet"]})]
                 return [nav_html(ctx, request.username, PAGE), progress_frame(ctx), *vals]
         demo.load(load, None, [nav, status_plot, *widgets])
+        stats_eval.include(ctx, demo)      # eval results per checkpoint (app/web/pages/stats_eval.py)
         refresh.click(load, None, [nav, status_plot, *widgets], api_name="stats")
     return demo
