@@ -26,6 +26,7 @@ from mvp_core.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]   # the repository root
 DEFAULT_CONFIG = ROOT / "configs" / "web.yaml"   # trains on the real MVP reward
+SFT_CONFIG = ROOT / "configs" / "web-sft.yaml"
 KINDS = ("train", "rollout", "eval")
 _CHILDREN: dict[int, subprocess.Popen] = {}     # processes this server started (reaped on poll)
 
@@ -84,21 +85,12 @@ def active(data_dir: Path, kind: str = "train") -> dict | None:
     return job
 
 
-def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str, overrides: list[str],
-           user: str, trainer: str = "grpo") -> dict:
-    """Validate the settings (model directory included), snapshot the set into a new run directory
-    and start `mvp train` (GRPO) or `mvp sft`. Refused while another training run is alive; a
-    refused launch leaves no run directory behind."""
+def trainer_config(trainer: str, yaml_text: str, overrides: list[str]):
+    """The validated config of a run to launch: the page's YAML, then its form fields (`overrides`).
+    GRPO: mvp_core.grpo.config; SFT: mvp_core.grpo.sft_config (each its own keys)."""
     import yaml
 
-    from app.web.models_known import check_model
-    from db.sets import set_lines
-    from mvp_core.grpo.config import from_dict, parse_overrides
-
-    data_dir = Path(data_dir)
-    if not set_name:
-        raise UserError("choose a curated set")
-    check_model(model)
+    from mvp_core.grpo.config import parse_overrides
     if trainer not in ("grpo", "sft"):
         raise UserError(f"trainer must be grpo or sft, not {trainer!r}")
     try:
@@ -108,6 +100,31 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
     if not isinstance(base, dict):
         raise UserError("config must be a mapping of keys to values")
     base.pop("run_info", None)
+    if trainer == "sft":
+        from mvp_core.grpo.sft_config import SFTConfig, _one_line
+        from pydantic import ValidationError
+        try:
+            return SFTConfig(**{**base, **parse_overrides(overrides)})
+        except ValidationError as e:
+            raise _one_line(e) from None
+    from mvp_core.grpo.config import from_dict
+    return from_dict(parse_overrides(overrides), base=from_dict(base)).validate()
+
+
+def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str, overrides: list[str],
+           user: str, trainer: str = "grpo") -> dict:
+    """Validate the settings (model directory included), snapshot the set into a new run directory
+    and start `mvp train` (GRPO) or `mvp sft`. Refused while another training run is alive; a
+    refused launch leaves no run directory behind."""
+    import yaml
+
+    from app.web.models_known import check_model
+    from db.sets import set_lines
+
+    data_dir = Path(data_dir)
+    if not set_name:
+        raise UserError("choose a curated set")
+    check_model(model)
     with open(jobs_dir(data_dir) / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)          # two clicks at once still start one run
         cur = active(data_dir)
@@ -116,7 +133,7 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
         run_dir = data_dir / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{trainer}-{_slug(set_name)}"
         fixed = [f"model={model}", f"output_dir={run_dir}", f"puzzles={run_dir / 'puzzles.jsonl'}",
                  f"data_dir={data_dir}", f"set_name={set_name}"]
-        cfg = from_dict(parse_overrides(overrides + fixed), base=from_dict(base)).validate()
+        cfg = trainer_config(trainer, yaml_text, overrides + fixed)
         with Session() as s:
             lines = set_lines(s, set_name)
         if not lines:

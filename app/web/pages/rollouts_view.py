@@ -100,8 +100,9 @@ def group_html(record: dict | None, answers: list[dict] | None, title: str) -> s
             f'<td><div class="mvp-think">{esc(reasoning)}</div>'
             f'<div class="mvp-cap">answer: {esc(ans.group(1).strip() if ans else "(none)")}</div></td>'
             f'<td>{in_gap_html(record, a["chosen"])}</td>'
-            f'<td>{a["format"]:.2f}</td><td>{a["selection"]:.2f}</td><td>{a["order"]:.2f}</td>'
-            f'<td>{a["exact"]:.2f}</td><td class="mvp-total"><b>{a["total"]:.3f}</b></td>'
+            f'<td class="mvp-terms">format {a["format"]:.2f}<br>selection {a["selection"]:.2f}<br>'
+            f'order {a["order"]:.2f}<br>exact {a["exact"]:.2f}</td>'
+            f'<td class="mvp-total"><b>{a["total"]:.3f}</b></td>'
             f'<td class="mvp-adv">{a["advantage"]:+.3f}</td></tr>')
     fooled = "".join(
         f'<tr><td>{_thumb(d["uri"], d["label"])}</td><td>{esc(d["kind"])}</td><td>{d["difficulty"]:.2f}</td>'
@@ -110,8 +111,8 @@ def group_html(record: dict | None, answers: list[dict] | None, title: str) -> s
     return (f'<div class="mvp-rollouts" data-answers="{len(answers)}"><h4>{esc(title)}</h4>{flag}'
             f'<div class="mvp-cap">G={len(answers)} · mean reward {mean:.3f} · exact {exact:.2f} · advantage: '
             f'(r - group mean) / (group std + 1e-4), as in training</div>'
-            f'<table><tr><th>#</th><th>reasoning</th><th>chosen frames, in the gap</th><th>format</th>'
-            f'<th>selection</th><th>order</th><th>exact</th><th>total</th><th>advantage</th></tr>{"".join(rows)}'
+            f'<table><tr><th>#</th><th>reasoning</th><th>chosen frames, in the gap</th><th>reward terms</th>'
+            f'<th>total</th><th>adv.</th></tr>{"".join(rows)}'
             f'</table><h4>Distractors: how often each fooled the model</h4>'
             f'<table><tr><th>option</th><th>kind</th><th>difficulty</th><th>chosen</th><th>rate</th></tr>'
             f'{fooled}</table></div>')

@@ -22,7 +22,7 @@ PAGE = "train"
 REFRESH_S = 1.0
 TERMS = ("format", "selection", "order", "exact")
 EVAL_KEYS = ("eval_reward", "eval_exact", "eval_format")
-FORM_KEYS = ("reward", "max_steps", "num_generations", "learning_rate", "loss_type", "beta",
+FORM_KEYS = ("reward", "max_steps", "save_steps", "num_generations", "learning_rate", "loss_type", "beta",
              "max_completion_length")
 
 
@@ -32,10 +32,31 @@ def default_yaml() -> str:
     return documented_yaml(load_config(train_jobs.DEFAULT_CONFIG))
 
 
-def defaults() -> dict:
+def sft_yaml() -> str:
+    """configs/web-sft.yaml resolved, every SFT key with its description."""
+    import yaml
+
+    from mvp_core.grpo.sft_config import SFTConfig, load_sft_config
+    cfg = load_sft_config(train_jobs.SFT_CONFIG)
+    lines = []
+    for name, f in SFTConfig.model_fields.items():
+        lines.append(f"# {f.description}")
+        lines.append(f"{name}: {yaml.safe_dump(getattr(cfg, name), default_flow_style=True).strip().removesuffix('...').strip()}")
+    return "\n".join(lines) + "\n"
+
+
+def defaults(trainer: str = "grpo") -> dict:
+    """The form's values: configs/web.yaml (GRPO) or configs/web-sft.yaml (SFT: no GRPO-only keys)."""
+    if trainer == "sft":
+        from mvp_core.grpo.sft_config import load_sft_config
+        cfg = load_sft_config(train_jobs.SFT_CONFIG)
+        return {k: getattr(cfg, k, None) for k in FORM_KEYS}
     from mvp_core.grpo.config import load_config
     cfg = load_config(train_jobs.DEFAULT_CONFIG)
     return {k: getattr(cfg, k) for k in FORM_KEYS}
+
+
+GRPO_ONLY = ("reward", "num_generations", "loss_type", "beta")
 
 
 def sft_available() -> bool:
@@ -141,6 +162,8 @@ def build_train_page(ctx: WebContext) -> None:
         reward = gr.Dropdown(label="Reward function", choices=list(REWARDS), value=d["reward"], elem_id="train-reward",
                              info="mvp: the fine-grained MVP reward; format / mentions_label: smoke tests only")
         max_steps = gr.Number(label="max_steps", value=d["max_steps"], precision=0, elem_id="train-max-steps")
+        save_steps = gr.Number(label="save_steps (checkpoint every)", value=d["save_steps"], precision=0,
+                               elem_id="train-save-steps")
         num_gen = gr.Number(label="num_generations (G)", value=d["num_generations"], precision=0, elem_id="train-G")
         lr = gr.Number(label="learning_rate", value=d["learning_rate"], elem_id="train-lr")
         loss_type = gr.Dropdown(label="loss_type", choices=list(LOSS_TYPES), value=d["loss_type"],
@@ -163,7 +186,7 @@ def build_train_page(ctx: WebContext) -> None:
     log = gr.HTML(elem_id="train-log-html")
     timer = gr.Timer(REFRESH_S)
     live = [status, reward_plot, kl_plot, time_plot, table, log]
-    form = [trainer, set_dd, model, reward, max_steps, num_gen, lr, loss_type, beta, max_len]
+    form = [trainer, set_dd, model, reward, max_steps, save_steps, num_gen, lr, loss_type, beta, max_len]
 
     from app.web.pages import train_runs
     runs_ui = train_runs.build_runs_section(ctx)
@@ -175,21 +198,25 @@ def build_train_page(ctx: WebContext) -> None:
             sets, models = set_choices(ctx), model_choices(ctx)
             cur = job_settings(train_jobs.active(ctx.data_dir)) or {}
             pick = lambda k, dflt: cur.get(k) if cur.get(k) is not None else dflt  # noqa: E731
-            vals = [gr.update(value=pick("trainer", "grpo")),
+            tr = pick("trainer", "grpo")
+            dd = defaults(tr)
+            vals = [gr.update(value=tr),
                     gr.update(choices=sets, value=pick("set", sets[-1] if sets else None)),
                     gr.update(choices=models, value=pick("model", models[0][1] if models else None)),
-                    *[gr.update(value=pick(k, d[k])) for k in FORM_KEYS]]
-            return [*vals, *snapshot(ctx)]
+                    *[gr.update(value=pick(k, dd[k]), visible=tr != "sft" or k not in GRPO_ONLY) for k in FORM_KEYS]]
+            return [*vals, default_yaml() if tr != "sft" else sft_yaml(), *snapshot(ctx)]
 
     def refresh(request: gr.Request):
         with guard(ctx, request, PAGE):
             return snapshot(ctx)
 
-    def on_launch(tr, set_name, model_path, rw, steps, g, lr_v, lt, beta_v, mlen, yaml_text, request: gr.Request):
+    def on_launch(tr, set_name, model_path, rw, steps, save, g, lr_v, lt, beta_v, mlen, yaml_text,
+                  request: gr.Request):
         with guard(ctx, request, PAGE):
-            overrides = [f"reward={rw}", f"max_steps={int(steps)}", f"num_generations={int(g)}",
-                         f"learning_rate={lr_v}", f"loss_type={lt}", f"beta={beta_v}",
+            overrides = [f"max_steps={int(steps)}", f"save_steps={int(save)}", f"learning_rate={lr_v}",
                          f"max_completion_length={int(mlen)}"]
+            if (tr or "grpo") == "grpo":
+                overrides += [f"reward={rw}", f"num_generations={int(g)}", f"loss_type={lt}", f"beta={beta_v}"]
             job = train_jobs.launch(ctx.data_dir, ctx.Session, set_name=set_name or "",
                                     model=(model_path or "").strip(), yaml_text=yaml_text, overrides=overrides,
                                     user=request.username, trainer=tr or "grpo")
@@ -204,7 +231,18 @@ def build_train_page(ctx: WebContext) -> None:
 
     # The Blocks being built (the web app's, or `build` below): the page's own load event.
     page = gr.context.Context.root_block
-    page.load(on_load, None, [*form, *live])
+    def on_trainer(tr, request: gr.Request):
+        """Switching SFT / GRPO: that trainer's config and defaults; GRPO-only fields hidden for SFT."""
+        with guard(ctx, request, PAGE):
+            dd, grpo = defaults(tr), tr != "sft"
+            fields = dict(zip(FORM_KEYS, [reward, max_steps, save_steps, num_gen, lr, loss_type, beta, max_len]))
+            ups = [gr.update(value=dd[k], visible=grpo) if k in GRPO_ONLY else gr.update(value=dd[k])
+                   for k in fields]
+            return [*ups, default_yaml() if grpo else sft_yaml()]
+    trainer.input(on_trainer, [trainer], [reward, max_steps, save_steps, num_gen, lr, loss_type, beta, max_len,
+                                          config])
+
+    page.load(on_load, None, [*form, config, *live])
     page.load(runs_ui.load, None, runs_ui.outputs)
     timer.tick(refresh, None, live, show_progress="hidden")
     launch_btn.click(on_launch, [*form, config], [msg, *live], api_name="train_launch")
