@@ -22,7 +22,7 @@ from app.web.common import WebContext, esc
 
 ROOT = Path(__file__).resolve().parent.parent
 STATIC_DIR = ROOT / "static"
-HEAD = ('<link rel="stylesheet" href="/static/studio.css">'
+HEAD = ('<link rel="icon" href="/favicon.ico"><link rel="stylesheet" href="/static/studio.css">'
         '<script src="/static/curate.js" defer></script><script src="/static/hotkeys.js" defer></script>')
 
 
@@ -74,7 +74,7 @@ def _call_train(fn, ctx: WebContext):
 def login_page(error: str = "", next_url: str = "/") -> str:
     err = f'<p class="mvp-login-error" id="login-error">{esc(error)}</p>' if error else ""
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>MVP Studio · Log in</title>
-<link rel="stylesheet" href="/static/studio.css"></head><body class="mvp-login-body">
+<link rel="icon" href="/favicon.ico"><link rel="stylesheet" href="/static/studio.css"></head><body class="mvp-login-body">
 <form class="mvp-login" method="post" action="/login">
 <h1>MVP Studio</h1>{err}
 <input type="hidden" name="next" value="{esc(next_url)}">
@@ -174,6 +174,11 @@ def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_coo
         return serve(request, path, thumb=True)
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon():
+        return FileResponse(STATIC_DIR / "favicon.ico", media_type="image/x-icon",
+                            headers={"Cache-Control": "public, max-age=86400"})
 
     if "curate" in builders:            # the curate page's JSON API, matched before its Gradio mount
         from app.web.curate_api import register as register_curate_api
