@@ -65,7 +65,9 @@
     else drawPicks();
   }
 
-  function save() { try { if (st) sessionStorage.setItem(SAVE_KEY, JSON.stringify(st)); } catch (e) { /* private mode */ } }
+  function save(s) {
+    try { if (s || st) sessionStorage.setItem(SAVE_KEY, JSON.stringify(s || st)); } catch (e) { /* private mode */ }
+  }
   function saved() { try { return JSON.parse(sessionStorage.getItem(SAVE_KEY) || "null"); } catch (e) { return null; } }
   const phase = () => { const el = $("mvp-puzzle"); return el ? el.dataset.phase : "none"; };
   const gapSize = () => { const el = $("mvp-puzzle"); return el ? Number(el.dataset.m || 0) : 0; };
@@ -143,6 +145,8 @@
       const guess = st.pid && next ? next : null;
       if (guess) {                        // optimistic: show the prepared next puzzle now
         show(guess.node);
+        // what a reload should come back to, should it happen before the server answers
+        save({ pid: guess.pid, back: st.back.concat([st.pid]), fwd: st.fwd.slice(0, -1) });
         showMsg(`${v}: ${st.pid}`, "info");
         next = null;
       }
@@ -151,7 +155,7 @@
       try {
         data = await call("verdict", { state: st, verdict: v, note });
       } catch (e) {
-        st = before.st; next = before.next;
+        st = before.st; next = before.next; save();
         if (guess && before.node) show(before.node);
         setNote(note);
         throw e;
@@ -326,8 +330,8 @@
     enqueue(async () => {
       apply(await call("load", { puzzle: deep, state: deep ? null : saved() }));
       refreshProgress();
-      if (q.get("video")) await browse({ video: q.get("video") });
     });
+    if (q.get("video")) browse({ video: q.get("video") });   // queued after the load
   }
 
   window.mvpCurate = {

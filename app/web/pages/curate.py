@@ -24,6 +24,7 @@ from app.web.pages.curate_view import HELP_HTML, RUBRIC_HTML, list_html, progres
 from db.models import Puzzle as PuzzleRow
 from db.models import Video
 from db.models.curation import REASON_CODES, OptionVerdict, PuzzleVerdict, ReviewState
+from mvp_core.errors import UserError
 from mvp_core.puzzle import Puzzle
 
 PAGE = "curate"
@@ -157,6 +158,8 @@ class CurateActions:
             pid = state.get("pid")
             if not pid:
                 return self.view(s, uid, state, "nothing to judge", "warn")
+            if s.get(PuzzleRow, pid) is None:
+                raise UserError(f"no puzzle {pid!r}")
             if verdict in DECISIVE and answer_of(s, uid, pid) is None:
                 return self.view(s, uid, state, ANSWER_FIRST, "warn")
             submit_verdict(s, uid, pid, verdict, reason=note or "")
