@@ -1,4 +1,4 @@
-"""`mvp tiny-model`, `mvp rollout` and `mvp eval`: ask a VideoLLM to solve puzzles (issue 4)."""
+"""`mvp tiny-model`, `mvp rollout` and `mvp eval`: ask a VideoLLM to solve puzzles."""
 from __future__ import annotations
 
 import json

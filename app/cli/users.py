@@ -1,4 +1,4 @@
-"""`mvp users add|list|passwd`: accounts for the web app (issue 3)."""
+"""`mvp users add|list|passwd`: accounts for the web app."""
 from __future__ import annotations
 
 import getpass

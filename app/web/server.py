@@ -4,8 +4,8 @@ Blocks app per page, each mounted at its own path (/curate, /rollouts, /stats, /
 Why one mount per page rather than tabs in one Blocks: access is then enforced by HTTP path. A
 request to a page, or to any of its Gradio endpoints (/rollouts/gradio_api/...), is refused with
 401/403 unless the session's role may use that page, before Gradio sees it; and each handler checks
-the role again (`web_common.guard`). Frames are served only through /data and /thumb, which accept
-paths under the data directory and nothing else (`web_files.safe_path`)."""
+the role again (`app.web.common.guard`). Frames are served only through /data and /thumb, which accept
+paths under the data directory and nothing else (`app.web.files.safe_path`)."""
 from __future__ import annotations
 
 import os
@@ -20,7 +20,7 @@ from fastapi.staticfiles import StaticFiles
 from app.web.auth import COOKIE, PAGE_ROLES, SESSION_TTL_S, Auth
 from app.web.common import WebContext, esc
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]   # the repository root
 STATIC_DIR = ROOT / "static"
 HEAD = ('<link rel="stylesheet" href="/static/studio.css">'
         '<script src="/static/curate.js" defer></script><script src="/static/hotkeys.js" defer></script>')

@@ -2,7 +2,7 @@
 
 A `Run` is either a rollout job (`mvp rollout`) or a training run (`mvp train`) whose run directory the
 app imports. Every stored answer is one `Rollout` row: the completion text, the labels it chose and each
-reward term of DESIGN §3, so analytics can ask "which distractor kinds does the model fall for"."""
+reward term (docs/ARCHITECTURE.md, "Reward"), so analytics can ask "which distractor kinds does the model fall for"."""
 from __future__ import annotations
 
 from datetime import datetime
