@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "app.cli.demo",
     "app.cli.train",
     "app.cli.videos",
+    "app.cli.sft",
 ]
 
 
