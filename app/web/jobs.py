@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mvp_core.errors import UserError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]   # the repository (app/web/jobs.py -> ../..)
 DEFAULT_CONFIG = ROOT / "configs" / "tiny.yaml"
 _CHILDREN: dict[int, subprocess.Popen] = {}     # processes this server started (reaped on poll)
 
