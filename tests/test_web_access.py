@@ -178,7 +178,7 @@ def test_curate_api_checks_session_and_input(web_app):
 
 
 def test_server_side_role_check_in_handlers(web_app):
-    """Second line of defence: the handlers check the role themselves (web_common.guard)."""
+    """Second line of defence: the handlers check the role themselves (app.web.common.guard)."""
     from app.web.auth import Auth, Forbidden
     auth = Auth(web_app.Session)
     assert auth.require("rhea", "rollouts") == web_app.user_id("rhea")

@@ -5,7 +5,7 @@ first (cross-site refusal, role per page, closed Gradio routes, security headers
 Why one mount per page rather than tabs in one Blocks: access is then enforced by HTTP path. A
 request to a page, or to any of its Gradio endpoints (/rollouts/gradio_api/...), is refused with
 401/403 unless the session's role may use that page, before Gradio sees it; and each handler checks
-the role again (`web_common.guard`). Files are served only through /data and /thumb, which accept
+the role again (`app.web.common.guard`). Files are served only through /data and /thumb, which accept
 media under the data directory's media folders and nothing else (`app.web.files.safe_path`)."""
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 decord first (fast sequential decode; it applies the display rotation itself), PyAV as the fallback
 (we apply the rotation). Frames are yielded one at a time so a long video is never held in memory.
 Neither library has a time limit of its own and decord can hang or leak on broken files: callers
-run these functions in a worker process they can kill (see mvp_core.pipeline)."""
+run these functions in a worker process they can kill (see mvp_core.synth.workers)."""
 from __future__ import annotations
 
 import math

@@ -1,16 +1,16 @@
 """Web sessions and login attempts in the database (db/models/auth.py): restarts keep users logged in,
 two server processes share sessions and the login throttle.
 
-Revision ID: 0003
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 """
 from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0003'
-down_revision = '0002'
+revision = '0004'
+down_revision = '0003'
 branch_labels = None
 depends_on = None
 
