@@ -7,16 +7,21 @@ always used, so verdicts still go through `db.review` (leases, append-only histo
 
 Access: these paths are under /curate, so the app's middleware already refused anyone whose role may
 not curate (401/403); each handler checks the role again (`Auth.require`) before touching the
-database. Only `application/json` bodies are accepted: with the SameSite=Lax session cookie this
-keeps other sites' forms from posting verdicts. Bad input gets 400 with one line, `{"error": ...}`."""
+database. Only `application/json` bodies are accepted (other sites' forms cannot send them, and the
+app's guard refuses cross-origin posts), at most `app.web.limits.MAX_JSON_BYTES` and nested at most
+`MAX_JSON_DEPTH` deep. Verdicts and option verdicts are taken only on a puzzle leased to the curator or
+one they judged before (`db.review.check_may_judge`). Bad input gets 400 with one line, `{"error": ...}`."""
 from __future__ import annotations
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.web.auth import COOKIE, Forbidden
+from sqlalchemy.orm import sessionmaker
+
+from app.web.auth import Forbidden
 from app.web.common import WebContext
+from app.web.limits import BadBody, read_json
 from app.web.pages.curate import MAX_KEYS, PAGE, CurateActions, new_state
 from db.models.curation import REASON_CODES
 from mvp_core.errors import UserError
@@ -54,7 +59,14 @@ def _index(body: dict) -> int:
     return i
 
 
-def _dispatch(act: CurateActions, uid: int, action: str, body: dict):
+def _check_assigned(Read: sessionmaker, uid: int, st: dict) -> None:
+    if st.get("pid"):
+        from db.review import check_may_judge
+        with Read() as s:
+            check_may_judge(s, uid, st["pid"])
+
+
+def _dispatch(act: CurateActions, Read: sessionmaker, uid: int, action: str, body: dict):
     st = parse_state(body.get("state"))
     if action == "load":
         deep = body.get("puzzle")
@@ -73,12 +85,15 @@ def _dispatch(act: CurateActions, uid: int, action: str, body: dict):
             raise UserError(f"bad request: verdict must be one of {', '.join(VERDICTS)}")
         if not isinstance(note, str) or len(note) > 2000:
             raise UserError("bad request: note must be text of at most 2000 characters")
+        _check_assigned(Read, uid, st)
         return act.verdict(uid, st, v, note.strip())
     if action == "toggle":
         reason = body.get("reason")
         if reason not in REASON_CODES:
             raise UserError(f"bad request: reason must be one of {', '.join(REASON_CODES)}")
-        return act.toggle(uid, st, _index(body), reason)
+        index = _index(body)
+        _check_assigned(Read, uid, st)
+        return act.toggle(uid, st, index, reason)
     if action == "undo":
         return act.undo(uid, st)
     if action == "move":
@@ -121,11 +136,14 @@ def _filters(raw) -> dict:
 def register(app: FastAPI, ctx: WebContext) -> None:
     """Add the routes; call before the curate page's Gradio app is mounted at /curate, so these
     routes are matched first."""
+    from db.engine import read_engine
     act = CurateActions(ctx)
+    Read = sessionmaker(read_engine(ctx.Session.kw["bind"]))
 
     @app.post(PREFIX + "/{action}", include_in_schema=False)
     async def curate_api(action: str, request: Request):
-        name = ctx.auth.user_of_token(request.cookies.get(COOKIE))
+        user = getattr(request.state, "user", None)      # set by app.web.guards from the session
+        name = None if user is None else user.name
         if name is None:
             return JSONResponse({"error": "not logged in"}, status_code=401)
         try:
@@ -138,13 +156,13 @@ def register(app: FastAPI, ctx: WebContext) -> None:
             return JSONResponse({"error": "bad request: send JSON (Content-Type: application/json)"},
                                 status_code=415)
         try:
-            body = await request.json()
-        except ValueError:
-            return JSONResponse({"error": "bad request: the body is not valid JSON"}, status_code=400)
+            body = await read_json(request)
+        except BadBody as e:
+            return JSONResponse({"error": str(e)}, status_code=e.status)
         if not isinstance(body, dict):
             return JSONResponse({"error": "bad request: the body must be a JSON object"}, status_code=400)
         try:
-            out = await run_in_threadpool(_dispatch, act, uid, action, body)
+            out = await run_in_threadpool(_dispatch, act, Read, uid, action, body)
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
         return JSONResponse(out, headers={"Cache-Control": "no-store"})
