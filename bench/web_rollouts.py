@@ -62,7 +62,7 @@ OBSERVE_JS = """
       window.mvpT.point = Date.now();
   }).observe(document.documentElement, {subtree: true, childList: true, attributes: true});
 }
-""" % {"G": G}
+""".replace("%(G)d", str(G))
 
 
 def mvp(*argv) -> None:
@@ -131,7 +131,7 @@ def serve(data: Path, url: str):
 
 def q(xs: list[float], p: float) -> float:
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p * (len(xs) - 1))))]
+    return xs[min(len(xs) - 1, round(p * (len(xs) - 1)))]
 
 
 def rollouts_page(page, base: str, reloads: int, switches: int) -> dict:
@@ -167,16 +167,17 @@ def main() -> int:
     ap.add_argument("--switches", type=int, default=12)
     ap.add_argument("--no-train", action="store_true")
     args = ap.parse_args()
+    from fixtures_web import CHROMIUM, CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
 
-    from fixtures_web import CHROMIUM, CHROMIUM_ARGS
     from mvp_core.grpo.rundir import read_metrics
     tmp = Path(tempfile.mkdtemp(prefix="bench-web-rollouts-"))
     data = tmp / "data"
     url, Session = build(data)
-    from db.sets import store_set
-    from db.models import Puzzle
     from sqlalchemy import select
+
+    from db.models import Puzzle
+    from db.sets import store_set
     with Session() as s:
         store_set(s, "bench-set", list(s.scalars(select(Puzzle.record_json).order_by(Puzzle.id))), 0, 0, {})
         s.commit()

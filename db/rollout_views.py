@@ -57,12 +57,18 @@ def source_label(s: Session, key: str) -> str:
     return f"{src[0]} · {'base model' if src[1] is None else f'step {step}'}"
 
 
-def run_info(s: Session, run_id: str) -> dict:
-    r = s.get(Run, run_id)
+def run_info(s: Session, ref: str) -> dict:
+    """A run's facts, by run id or by source key; for a checkpoint's source key `model_path` is that
+    checkpoint's directory (the model whose answers are shown), `base_model_path` the run's."""
+    src = parse_source(ref)
+    r = s.get(Run, src[0] if src else ref)
     if r is None:
         return {}
-    return {"id": r.id, "name": r.name, "kind": r.kind, "model_path": r.model_path, "set_name": r.set_name,
-            "config": r.config or {}}
+    path = r.model_path
+    if src and src[1] is not None:
+        path = s.scalar(select(Checkpoint.path).where(Checkpoint.id == src[1])) or path
+    return {"id": r.id, "name": r.name, "kind": r.kind, "model_path": path, "base_model_path": r.model_path,
+            "set_name": r.set_name, "config": r.config or {}}
 
 
 def videos(s: Session, key: str) -> list[tuple[str, str]]:

@@ -24,21 +24,62 @@ def pick(page, elem_id: str, text: str) -> None:
 
 
 def curate_all(browser, studio) -> int:
-    """The curator accepts every puzzle through POST /curate/api/* (what static/curate.js calls)."""
-    ctx, page = login(browser, studio, "cora", path="/curate/")
+    """The curator solves each puzzle (its true answer), then accepts it, through POST
+    /curate/api/* (what static/curate.js calls)."""
+    from db.models import Puzzle
+    ctx, _page = login(browser, studio, "cora", path="/curate/")
     try:
-        post = lambda action, body: ctx.request.post(f"{studio.url}/curate/api/{action}", data=json.dumps(body),  # noqa: E731
+        post = lambda action, body: ctx.request.post(f"{studio.url}/curate/api/{action}", data=json.dumps(body),
                                                      headers={"Content-Type": "application/json"})
         r = post("load", {})
         assert r.ok, r.text()
         out, n = r.json(), 0
         while out.get("state", {}).get("pid"):
-            r = post("verdict", {"verdict": "accept", "state": out["state"]})
+            with studio.Session() as s:
+                answer = json.loads(s.get(Puzzle, out["state"]["pid"]).record_json)["answer"]
+            r = post("answer", {"labels": answer, "seconds": 3.0, "state": out["state"]})
+            assert r.ok, r.text()
+            r = post("verdict", {"verdict": "accept", "state": r.json()["state"]})
             assert r.ok, r.text()
             out, n = r.json(), n + 1
         return n
     finally:
         ctx.close()
+
+
+def launch_training(page, studio, trainer: str, model_label: str | None, steps: int) -> dict:
+    """Fill the Train form and launch; returns the job once its first live point is drawn."""
+    page.wait_for_selector("#train-state", timeout=60000)           # the page's load event has filled the form
+    if trainer == "sft":
+        page.locator("#train-trainer label", has_text="SFT").click()
+        page.wait_for_selector("#train-reward", state="hidden", timeout=30000)
+    else:
+        page.locator("#train-trainer label", has_text="GRPO").click()
+        page.wait_for_selector("#train-reward", state="visible", timeout=30000)
+        assert page.locator("#train-reward input").input_value() == "mvp"       # the real reward
+    if model_label:
+        pick(page, "train-model", model_label)
+    page.locator("#train-max-steps input").fill(str(steps))
+    page.locator("#train-save-steps input").fill("1")
+    page.locator("#train-max-len input").fill("12")
+    prev = page.locator("#train-state").get_attribute("data-run") or ""
+    t_click = time.time()
+    page.click("#train-launch")
+    # the new run's first point, drawn in this tab (state and charts arrive in the same update)
+    page.wait_for_function("prev => { const st = document.querySelector('#train-state');"
+                           " return st && st.dataset.run && st.dataset.run !== prev"
+                           " && document.querySelector('#train-reward-chart circle'); }", arg=prev, timeout=300000)
+    t_point = time.time()
+    job = json.loads((studio.data_dir / "train" / "active.json").read_text())
+    first = json.loads((studio.data_dir / "runs" / job["run_dir"].rsplit("/", 1)[-1] / "metrics.jsonl")
+                       .read_text().splitlines()[0])
+    studio.shared[f"first_point_{trainer}"] = {"click_to_point_s": t_point - t_click,
+                                               "start_to_first_step_s": first["time"] - job["started"]}
+    wait_attr(page, "#train-state", "data-state", lambda v: v in ("finished", "died", "failed"), 300)
+    assert page.locator("#train-state").get_attribute("data-state") == "finished", page.inner_text("#train-log")
+    page.wait_for_function(f"document.querySelector('#train-log').textContent.includes('step {steps}')",
+                           timeout=30000)
+    return job
 
 
 def wait_attr(page, selector: str, attr: str, pred, timeout_s: float):
@@ -54,60 +95,69 @@ def wait_attr(page, selector: str, attr: str, pred, timeout_s: float):
     raise AssertionError(f"{selector}[{attr}] stayed {last!r}")
 
 
-def test_train_evaluate_compare(studio, browser):
+# The steps run in file order and hand over through `studio.shared` (one studio, one trained run);
+# each is its own test so each stays inside the per-test time limit on a loaded machine.
+
+def test_1_curate_and_freeze(studio, browser):
     from db.sets import freeze_set
     phase("studio ready")
     assert curate_all(browser, studio) == 6
     with studio.Session() as s:
         freeze_set(s, SET, min_distractors=2)
         s.commit()
-
+    studio.shared["set"] = SET
     phase("curated and frozen")
-    # --- Train: GRPO on the real reward, live points in the launching tab -------------------------
+
+
+def test_2_sft_then_grpo_from_the_train_page(studio, browser):
+    """SFT, then GRPO from the SFT checkpoint on the real reward; live points in the launching tab."""
+    assert studio.shared.get("set") == SET, "needs test_1"
     ctx, page = login(browser, studio, "rhea", path="/train/")
     try:
         page.wait_for_function("document.querySelector('#train-model input')?.value.includes('tiny-model')",
                                timeout=60000)
-        assert page.locator("#train-reward input").input_value() == "mvp"
-        page.locator("#train-max-steps input").fill("4")
-        page.locator("#train-save-steps input").fill("2")
-        page.locator("#train-max-len input").fill("12")
-        t_click = time.time()
-        page.click("#train-launch")
-        page.wait_for_selector("#train-reward-chart circle[data-series=reward]", timeout=240000)
-        t_point = time.time()
-        job = json.loads((studio.data_dir / "train" / "active.json").read_text())
-        first = json.loads((studio.data_dir / "runs" / job["run_dir"].rsplit("/", 1)[-1] / "metrics.jsonl")
-                           .read_text().splitlines()[0])
-        studio.shared["first_point"] = {"click_to_point_s": t_point - t_click,
-                                        "start_to_first_step_s": first["time"] - job["started"]}
-        # the terms are drawn too, and the log shows its end
-        assert page.locator("#train-reward-chart circle[data-series=exact]").count() >= 1
-        wait_attr(page, "#train-state", "data-state", lambda v: v == "finished", 240)
-        page.wait_for_function("document.querySelector('#train-log').textContent.includes('step 4:')", timeout=30000)
-        assert int(page.locator("#train-reward-chart").get_attribute("data-points")) >= 4 * 5
-        shot(page, "e2e-train")
-        phase("trained")
+        sft = launch_training(page, studio, "sft", None, 2)
+        assert page.locator("#train-reward-chart circle[data-series='token accuracy']").count() == 2
+        shot(page, "e2e-train-sft")
+        phase("sft")
+        page.reload()                              # the model picker now lists the SFT checkpoints
+        page.wait_for_selector("#train-state", timeout=60000)
+        assert page.locator("#train-reward").is_hidden()          # the form shows the SFT run's settings
+        sft_id = sft["run_dir"].rsplit("/", 1)[-1]
+        job = launch_training(page, studio, "grpo", f"{sft_id} · sft · step 2", 2)
+        assert job["model"].endswith("checkpoints/step_000002")
+        assert page.locator("#train-reward-chart circle[data-series=reward]").count() == 2
+        assert page.locator("#train-reward-chart circle[data-series=exact]").count() == 2
+        shot(page, "e2e-train-grpo")
+        phase("grpo")
         page.reload()                                       # the form shows the run's settings again
-        page.wait_for_function("document.querySelector('#train-max-steps input')?.value === '4'", timeout=30000)
+        page.wait_for_function("document.querySelector('#train-max-steps input')?.value === '2'", timeout=30000)
         page.wait_for_selector("#train-runs-table tr[data-run]", timeout=30000)
+        assert page.locator("#train-runs-table tr[data-run]").count() == 2
         run_id = page.locator("#train-runs-table tr[data-run]").first.get_attribute("data-run")
-        studio.shared["run_id"] = run_id
-        page.wait_for_selector("#train-completions[data-rows]", timeout=30000)
-        pick(page, "train-c-step", "4")
+        assert run_id == job["run_dir"].rsplit("/", 1)[-1]
+        assert int(page.locator("#train-runs-reward").get_attribute("data-points")) == 2
+        pick(page, "train-c-run", run_id)
+        pick(page, "train-c-step", "2")
         wait_attr(page, "#train-completions", "data-rows", lambda v: int(v) == 8, 30)
         shot(page, "e2e-train-runs")
+        studio.shared["run_id"] = run_id
     finally:
         ctx.close()
 
-    # --- Evaluate two checkpoints from the Rollouts page --------------------------------------------
+
+def test_3_evaluate_two_checkpoints_from_the_rollouts_page(studio, browser):
+    """Rollouts (G=8) of the base model and the trained checkpoint, and the trained one's eval, as
+    background jobs; then both side by side on one puzzle."""
+    run_id = studio.shared.get("run_id")
+    assert run_id, "needs test_2"
     ctx, page = login(browser, studio, "rhea", path="/rollouts/")
     try:
         page.wait_for_selector("#ro-job-launch", timeout=60000)
         pick(page, "ro-job-run", run_id)
         # one job of each kind at a time: the rollouts of both versions one after the other, the
         # trained checkpoint's eval (with the baselines) beside the first
-        for ck_label, kinds in (("step 4", ("rollout", "eval")), ("base model", ("rollout",))):
+        for ck_label, kinds in (("step 2", ("rollout", "eval")), ("base model", ("rollout",))):
             pick(page, "ro-job-ckpt", ck_label)
             for kind in kinds:
                 launch_job(page, kind)
@@ -118,8 +168,8 @@ def test_train_evaluate_compare(studio, browser):
                     page.inner_text("#ro-jobs")
             phase(f"jobs {ck_label}")
         page.click("#ro-refresh")
-        page.wait_for_selector(f"#ro-left .mvp-rollouts h4:has-text('{run_id} · base model')", timeout=30000)
-        page.wait_for_selector(f"#ro-right .mvp-rollouts h4:has-text('{run_id} · step 4')", timeout=30000)
+        page.wait_for_selector(f"#ro-left .mvp-rollouts h4:has-text('{run_id} · base model')", timeout=120000)
+        page.wait_for_selector(f"#ro-right .mvp-rollouts h4:has-text('{run_id} · step 2')", timeout=30000)
         left, right = page.locator("#ro-left .mvp-answer-row"), page.locator("#ro-right .mvp-answer-row")
         assert left.count() == G and right.count() == G
         pid = page.locator("#ro-puzzle-view").get_attribute("data-puzzle-id")
@@ -133,10 +183,14 @@ def test_train_evaluate_compare(studio, browser):
         assert page.locator("#eval-results .mvp-baseline").count() >= 2
         assert int(page.locator("#eval-chart-total").get_attribute("data-points")) >= 2
         shot(page, "e2e-rollouts")
+        studio.shared["evaluated"] = True
         phase("compared")
     finally:
         ctx.close()
 
+
+def test_4_stats_show_the_eval_per_checkpoint(studio, browser):
+    assert studio.shared.get("evaluated"), "needs test_3"
     ctx, page = login(browser, studio, "rhea", path="/stats/")
     try:
         page.wait_for_selector("#eval-results tr[data-eval]", timeout=60000)

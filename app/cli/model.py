@@ -195,11 +195,10 @@ def _rollout_store(args, data, run_name, records, target):
 
 
 def _eval(args) -> int:
+    from app.cli.model_target import apply_run_settings, resolve_target
     from mvp_core.model.evaluate import evaluate, markdown_report
     from mvp_core.model.policy import load_policy
     from mvp_core.model.rollout import frame_loader
-
-    from app.cli.model_target import apply_run_settings, resolve_target
     records, data = load_puzzles(args)
     target = resolve_target(args, data)
     apply_run_settings(args, target)

@@ -104,8 +104,9 @@ def trainer_config(trainer: str, yaml_text: str, overrides: list[str]):
         raise UserError("config must be a mapping of keys to values")
     base.pop("run_info", None)
     if trainer == "sft":
-        from mvp_core.grpo.sft_config import SFTConfig, _one_line
         from pydantic import ValidationError
+
+        from mvp_core.grpo.sft_config import SFTConfig, _one_line
         try:
             return SFTConfig(**{**base, **parse_overrides(overrides)})
         except ValidationError as e:

@@ -34,7 +34,7 @@ def view(ctx: WebContext, left: str | None, right: str | None, pid: str | None) 
         return ["", "", "", ""]
     with ctx.Session() as s:
         rec = rd.record_seen(s, left, pid)
-        info = rd.run_info(s, rd.parse_source(left)[0])
+        info = rd.run_info(s, rd.parse_source(left)[0])     # the run (its base model path)
         a = rd.group(s, left, pid)
         la = rd.source_label(s, left)
         if right:
@@ -61,7 +61,16 @@ def videos_for(ctx: WebContext, left: str | None):
     return gr.update(choices=vids, value=first), first
 
 
+def _warm_training_code() -> None:
+    """The advantage is the trainer's (torch): import it in the background when the page is built,
+    so the first puzzle shown does not wait for torch (seconds on a busy machine)."""
+    import importlib
+    import threading
+    threading.Thread(target=importlib.import_module, args=("mvp_core.grpo.loss",), daemon=True).start()
+
+
 def build(ctx: WebContext) -> gr.Blocks:
+    _warm_training_code()
     db_url = ctx.Session.kw["bind"].url.render_as_string(hide_password=False)
     with gr.Blocks(title="MVP Studio · Rollouts") as demo:
         nav = gr.HTML()

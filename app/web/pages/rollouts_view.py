@@ -12,8 +12,8 @@ from app.web.pages.curate_view import filmstrip_html
 from db import rollout_views as rd
 from mvp_core.puzzle import Puzzle
 
-_THINK = re.compile(r"<think>(.*?)</think>", re.S | re.I)
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
+_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 
 
 def prompt_text(record: dict, run_config: dict) -> str:
@@ -46,7 +46,7 @@ def puzzle_html(record: dict | None, run_config: dict) -> str:
             f'<div class="mvp-phead"><span>puzzle <code>{esc(pz.id)}</code></span>'
             f'<span>video {esc(pz.video.path.rsplit("/", 1)[-1])}</span>'
             f'<span>answer: <b>{esc(", ".join(pz.answer))}</b></span></div>'
-            f'<h4>Context and the gap</h4>{filmstrip_html(pz)}'
+            f'<h4>Context and the gap</h4>{filmstrip_html(pz, answered=False)}'
             f'<h4>Options</h4><div class="mvp-pool">{opts}</div>'
             f'<details class="mvp-prompt"><summary>The prompt</summary><pre id="ro-prompt">'
             f'{esc(prompt_text(record, run_config))}</pre></details></div>')
@@ -84,7 +84,7 @@ def group_html(record: dict | None, answers: list[dict] | None, title: str) -> s
     if record is None or not answers:
         return f'<div class="mvp-rollouts" data-answers="0"><h4>{esc(title)}</h4><p>No answers for this puzzle here.</p></div>'
     totals = [a["total"] for a in answers]
-    zero = len(set(round(t, 9) for t in totals)) == 1 and len(totals) > 1
+    zero = len({round(t, 9) for t in totals}) == 1 and len(totals) > 1
     flag = (f'<div class="mvp-flag" data-zero-variance="1">Zero-variance group: all {len(answers)} answers '
             f'scored {totals[0]:.3f}, so GRPO learns nothing from this puzzle.</div>' if zero else "")
     mean = sum(totals) / len(totals)
