@@ -127,10 +127,11 @@ def test_steering_off_or_gated_shut_is_the_plain_model(tiny_lm, lm_bank):
     bank = EnergyBank(models=lm_bank.models, model_name="x", hidden_size=64, num_layers=4,
                       energy_config=lm_bank.energy_config,
                       metrics={k: v.model_copy(update={"threshold": 1e9}) for k, v in shut.items()})
-    with Steering(model, bank, SteerConfig(top_k=2, gate=True), record=True) as st:
-        gated = model.generate(**batch, max_new_tokens=8, do_sample=False)
-    assert torch.equal(plain, gated)
-    assert all(s == 0 for r in st.records for s in r["steps"])
+    for gate in ("entry", "while"):
+        with Steering(model, bank, SteerConfig(top_k=2, gate=gate), record=True) as st:
+            gated = model.generate(**batch, max_new_tokens=8, do_sample=False)
+        assert torch.equal(plain, gated)
+        assert st.records and all(s == 0 for r in st.records for s in r["steps"])
 
 
 def test_batched_left_padded_steering_equals_one_by_one(tiny_lm, lm_bank):

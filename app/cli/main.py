@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "app.cli.serve",
     "app.cli.demo",
     "app.cli.train",
+    "app.cli.steer",
 ]
 
 
