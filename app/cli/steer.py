@@ -150,7 +150,7 @@ def _train(args) -> int:
         raise UserError(f"bad energy settings: {str(e).splitlines()[0]}") from None
     groups = blob["groups"] if len(set(blob["groups"])) > 1 else None
     bank = train_bank(blob["states"], blob["bad"].numpy(), cfg, groups=groups, model_name=blob["model_name"],
-                      progress=True)
+                      progress=True, split_names=(blob.get("extra") or {}).get("splits"))
     bank.steer_config = _steer_cfg(args)
     bank.save(args.out)
     rank = {li: i + 1 for i, li in enumerate(bank.ranking())}

@@ -87,9 +87,11 @@ def collect_puzzles(args) -> int:
     states = collect_states(model, puzzle_batches(proc, records, load, batch_size=args.batch_size),
                             total=len(records), progress=True)
     labels = [bad[r["id"]] for r in records]
+    splits = [r.get("split") for r in records]   # a curated set's own split (by video), when every puzzle has one
     classes = ["wrong" if b else "right" for b in labels]
     save_states(args.out, states, labels, classes, [r["id"] for r in records],
-                [r["video"]["id"] for r in records], str(args.model), {"label_source": source})
+                [r["video"]["id"] for r in records], str(args.model),
+                {"label_source": source, "splits": splits if all(splits) else None})
     n = Counter(classes)
     print(_table(["label", "puzzles"], [["right (good)", n["right"]], ["wrong (bad)", n["wrong"]]]))
     print(f"{len(records)} puzzle states from {source} written to {args.out}")
