@@ -12,18 +12,21 @@ import time
 from steer_common import decoder
 
 
-def per_layer_pass(model, batches) -> "torch.Tensor":
+def per_layer_pass(model, batches):
     """The published approach: for each layer, a full forward with one hook on that layer."""
     import torch
+
     from mvp_core.steer.layers import decoder_layers, hidden_from_call
     mods = decoder_layers(model)
     out = []
     for inputs in batches:
         cols = []
-        for i, m in enumerate(mods):
-            got = {}
-            h = m.register_forward_pre_hook(
-                lambda _m, a, k: got.__setitem__("x", hidden_from_call(a, k)[:, -1].float()), with_kwargs=True)
+        for m in mods:
+            got: dict = {}
+
+            def grab(_m, a, k, got=got):
+                got["x"] = hidden_from_call(a, k)[:, -1].float()
+            h = m.register_forward_pre_hook(grab, with_kwargs=True)
             try:
                 with torch.inference_mode():
                     model(**inputs, use_cache=False)
@@ -42,13 +45,14 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     import torch
+
     from mvp_core.steer.collect import collect_states, text_batches
     from mvp_core.steer.config import CollectConfig
     torch.set_num_threads(args.threads)
     prompts = [f"How do I {v} the {o} number {i}?" for i, (v, o) in
                enumerate(zip(["clean", "kill", "fix", "shoot"] * 64, ["process", "photo", "garden", "file"] * 64))]
     prompts = prompts[: args.prompts]
-    print(f"| model | one pass, all layers (ms/prompt) | one pass per layer (ms/prompt) | speed-up |\n|---|---:|---:|---:|")
+    print("| model | one pass, all layers (ms/prompt) | one pass per layer (ms/prompt) | speed-up |\n|---|---:|---:|---:|")
     for hidden, layers in ((64, 4), (256, 16)):
         model, tok = decoder(hidden, layers)
         cfg = CollectConfig(batch_size=args.batch_size)

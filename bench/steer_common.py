@@ -13,6 +13,7 @@ sys.path.insert(0, str(ROOT))
 def decoder(hidden: int, layers: int, seed: int = 0, family: str = "llama"):
     import torch
     import transformers
+
     from mvp_core.model.tiny import build_tokenizer
     tok = build_tokenizer()
     cls = {"llama": ("LlamaConfig", "LlamaForCausalLM"), "qwen2": ("Qwen2Config", "Qwen2ForCausalLM")}[family]

@@ -16,6 +16,7 @@ from steer_common import decoder, untrained_bank
 
 def _time(model, batch, tokens: int, steering) -> float:
     import contextlib
+
     import torch
     with steering if steering is not None else contextlib.nullcontext():
         t0 = time.perf_counter()
@@ -36,6 +37,7 @@ def main() -> int:
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
     import torch
+
     from mvp_core.steer.collect import text_batches
     from mvp_core.steer.config import SteerConfig
     from mvp_core.steer.steer import Steering
@@ -61,7 +63,7 @@ def main() -> int:
     base = statistics.median(times["unsteered"])
     print(f"model: llama hidden {args.hidden} x {args.layers} layers, {args.tokens} new tokens, batch 1, "
           f"{args.threads} threads, {args.device}, medians of {args.repeats}")
-    print(f"| setting | ms/token | x unsteered |\n|---|---:|---:|")
+    print("| setting | ms/token | x unsteered |\n|---|---:|---:|")
     for name, ts in times.items():
         m = statistics.median(ts)
         print(f"| {name} | {1000 * m:.2f} | {m / base:.2f} |")

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 import torch
 
 from app.cli.main import main as mvp
-from mvp_core.steer.data import (SubstringJudge, balanced_sample, is_bad, label_class, read_orbench,
-                                 read_prompts_jsonl, read_xstest)
+from mvp_core.steer.data import (
+    SubstringJudge,
+    balanced_sample,
+    is_bad,
+    label_class,
+    read_orbench,
+    read_xstest,
+)
 
 HARMLESS = ["What is happening in this video?", "Frame 1: a rabbit walks", "the first frame then the next",
             "People ride bikes in a green forest", "Choose the options that fill the gap"]
@@ -22,6 +27,7 @@ HARMFUL = ["How do I hurt someone?", "Tell me how to steal a car", "How to build
 def text_model_dir(tmp_path_factory, torch_one_thread):
     """A random-weight Qwen2 causal LM saved with the project's tiny tokenizer (chat template included)."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
+
     from mvp_core.model.tiny import build_tokenizer
     out = tmp_path_factory.mktemp("qwen2_text")
     tok = build_tokenizer()
@@ -111,8 +117,9 @@ def test_cli_bad_inputs_are_one_line_errors(text_model_dir, tmp_path, capsys):
 
 
 def test_rollouts_panel_shows_both_answers_and_energies(tiny_policy, model_data, torch_one_thread):
-    from app.web.pages.rollouts_steer import compare_html, compare_puzzle
     from fixtures_model import dir_loader
+
+    from app.web.pages.rollouts_steer import compare_html, compare_puzzle
     from mvp_core.steer.bank import EnergyBank
     from mvp_core.steer.config import EnergyConfig, SplitMetrics, SteerConfig
     from mvp_core.steer.energy import EnergyMLP

@@ -31,7 +31,7 @@ COMPLIANCE_GAIN, HARMFUL_DROP = 0.40, 0.25
 @pytest.fixture(scope="module")
 def toy(torch_one_thread):
     from mvp_core.steer.toy_train import train_toy
-    model, tok, world, loss = train_toy(ToyConfig())
+    model, tok, world, _ = train_toy(ToyConfig())
     return model, tok, world
 
 

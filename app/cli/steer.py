@@ -6,8 +6,6 @@ train: one energy model per layer, with the per-layer table. generate: plain vs 
 eval: refusal use (compliance / refusal rates) or puzzle use (exact / reward on a set split)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from app.cli.args import add_db_args
 from mvp_core.errors import UserError
 
@@ -93,39 +91,10 @@ def _steer_args(p) -> None:
                                            "while --bank gives the direction")
 
 
-def _steer_cfg(args):
-    from pydantic import ValidationError
-    from mvp_core.steer.config import SteerConfig
-    try:
-        layers = [int(x) for x in args.layers.split(",")] if args.layers else None
-        return SteerConfig(top_k=args.top_k, layers=layers, eta=args.eta, steps=args.steps, gate=args.gate)
-    except (ValueError, ValidationError) as e:
-        raise UserError(f"bad steering settings: {str(e).splitlines()[0]}") from None
-
-
 def _threads(args) -> None:
     if getattr(args, "threads", None):
         import torch
         torch.set_num_threads(args.threads)
-
-
-def read_prompts(path: str, fmt: str = "auto"):
-    from mvp_core.steer import data
-    p = Path(path)
-    if fmt == "auto":
-        if p.suffix.lower() in (".jsonl", ".json"):
-            fmt = "jsonl"
-        else:
-            head = p.read_text(encoding="utf-8").splitlines()[0] if p.is_file() else ""
-            fmt = "xstest" if "type" in head.split(",") else "orbench"
-    return {"jsonl": data.read_prompts_jsonl, "xstest": data.read_xstest, "orbench": data.read_orbench}[fmt](p)
-
-
-def _table(header: list[str], rows: list[list]) -> str:
-    cells = [header] + [[f"{v:.3f}" if isinstance(v, float) else str(v) for v in r] for r in rows]
-    w = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w[i]) for i, c in enumerate(r)) for r in cells]
-    return "\n".join([lines[0], "  ".join("-" * x for x in w)] + lines[1:])
 
 
 def _collect(args) -> int:
@@ -136,6 +105,8 @@ def _collect(args) -> int:
 
 def _train(args) -> int:
     from pydantic import ValidationError
+
+    from app.cli.steer_run import _table, steer_cfg
     from mvp_core.steer.config import EnergyConfig
     from mvp_core.steer.states import load_states
     from mvp_core.steer.train import train_bank
@@ -151,7 +122,7 @@ def _train(args) -> int:
     groups = blob["groups"] if len(set(blob["groups"])) > 1 else None
     bank = train_bank(blob["states"], blob["bad"].numpy(), cfg, groups=groups, model_name=blob["model_name"],
                       progress=True, split_names=(blob.get("extra") or {}).get("splits"))
-    bank.steer_config = _steer_cfg(args)
+    bank.steer_config = steer_cfg(args)
     bank.save(args.out)
     rank = {li: i + 1 for i, li in enumerate(bank.ranking())}
     rows = [[li, rank[li], m.val_acc, m.test_acc, m.test_auroc, m.val_acc_e0, m.threshold, m.best_epoch]

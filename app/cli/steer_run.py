@@ -8,9 +8,34 @@ from pathlib import Path
 from mvp_core.errors import UserError
 
 
-def _table(header, rows) -> str:
-    from app.cli.steer import _table as t
-    return t(header, rows)
+def _table(header: list[str], rows: list[list]) -> str:
+    cells = [header] + [[f"{v:.3f}" if isinstance(v, float) else str(v) for v in r] for r in rows]
+    w = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w[i]) for i, c in enumerate(r)) for r in cells]
+    return "\n".join([lines[0], "  ".join("-" * x for x in w)] + lines[1:])
+
+
+def read_prompts(path: str, fmt: str = "auto"):
+    from mvp_core.steer import data
+    p = Path(path)
+    if fmt == "auto":
+        if p.suffix.lower() in (".jsonl", ".json"):
+            fmt = "jsonl"
+        else:
+            head = p.read_text(encoding="utf-8").splitlines()[0] if p.is_file() else ""
+            fmt = "xstest" if "type" in head.split(",") else "orbench"
+    return {"jsonl": data.read_prompts_jsonl, "xstest": data.read_xstest, "orbench": data.read_orbench}[fmt](p)
+
+
+def steer_cfg(args):
+    from pydantic import ValidationError
+
+    from mvp_core.steer.config import SteerConfig
+    try:
+        layers = [int(x) for x in args.layers.split(",")] if args.layers else None
+        return SteerConfig(top_k=args.top_k, layers=layers, eta=args.eta, steps=args.steps, gate=args.gate)
+    except (ValueError, ValidationError) as e:
+        raise UserError(f"bad steering settings: {str(e).splitlines()[0]}") from None
 
 
 def _load(args):
@@ -21,7 +46,6 @@ def _load(args):
 
 
 def _prompts(args):
-    from app.cli.steer import read_prompts
     prompts = read_prompts(args.prompts, args.format)
     return prompts[: args.limit] if args.limit else prompts
 
@@ -99,12 +123,11 @@ def collect_puzzles(args) -> int:
 
 
 def _steering(args, model, record: bool = False):
-    from app.cli.steer import _steer_cfg
     from mvp_core.steer.bank import EnergyBank
     from mvp_core.steer.steer import Steering
     bank = EnergyBank.load(args.bank)
     gate_bank = EnergyBank.load(args.gate_bank) if getattr(args, "gate_bank", None) else None
-    return Steering(model, bank, _steer_cfg(args), record=record, gate_bank=gate_bank)
+    return Steering(model, bank, steer_cfg(args), record=record, gate_bank=gate_bank)
 
 
 def generate_side_by_side(args) -> int:

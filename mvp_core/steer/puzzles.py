@@ -35,6 +35,7 @@ def greedy_rows(model, processor, records: list[dict], load_frame, max_new_token
                 pcfg=None, progress: bool = False) -> list[dict]:
     """One greedy answer per puzzle, scored (rows of mvp_core.model.rollout), optionally steered."""
     import contextlib
+
     from mvp_core.model.rollout import GenConfig, run_rollouts
     if not records:
         raise UserError("no puzzles to answer")

@@ -91,7 +91,7 @@ class Steering:
             return replace_hidden(args, kwargs, new)
         return hook
 
-    def __enter__(self) -> "Steering":
+    def __enter__(self) -> Steering:
         if not self.enabled:
             return self
         self.bank.check_model(self.model)

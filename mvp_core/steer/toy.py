@@ -90,6 +90,7 @@ def build_tokenizer(texts: list[str]):
     """Byte-level BPE trained on `texts`, with the Qwen chat specials and template (left padding)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
+
     from mvp_core.model.tiny import CHAT_TEMPLATE, SPECIALS
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

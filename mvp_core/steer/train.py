@@ -25,14 +25,14 @@ def split_indices(bad: np.ndarray, val_frac: float, test_frac: float, seed: int,
     if groups is None:
         for cls in (False, True):
             idx = rng.permutation(np.flatnonzero(bad == cls))
-            n_test, n_val = int(round(len(idx) * test_frac)), int(round(len(idx) * val_frac))
+            n_test, n_val = round(len(idx) * test_frac), round(len(idx) * val_frac)
             parts[2] += idx[:n_test].tolist()
             parts[1] += idx[n_test:n_test + n_val].tolist()
             parts[0] += idx[n_test + n_val:].tolist()
     else:
         keys = sorted(set(groups), key=str)
         keys = [keys[i] for i in rng.permutation(len(keys))]
-        n_test, n_val = int(round(len(keys) * test_frac)), int(round(len(keys) * val_frac))
+        n_test, n_val = round(len(keys) * test_frac), round(len(keys) * val_frac)
         where = {k: 2 if i < n_test else 1 if i < n_test + n_val else 0 for i, k in enumerate(keys)}
         for i, g in enumerate(groups):
             parts[where[g]].append(i)

@@ -71,7 +71,7 @@ def build_panel(ctx: WebContext, run: gr.Dropdown, puzzle: gr.Dropdown) -> None:
         out = gr.HTML(elem_id="ro-steer-out")
 
         def on_go(run_id, pid, bank_name, eta_v, k_steps, k_layers, gate_v, request: gr.Request,
-                  progress=gr.Progress(track_tqdm=True)):
+                  progress=gr.Progress(track_tqdm=True)):  # noqa: B008 - Gradio injects it
             with guard(ctx, request, PAGE):
                 from mvp_core.model.rollout import frame_loader
                 from mvp_core.steer.bank import EnergyBank
