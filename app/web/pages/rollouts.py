@@ -13,7 +13,7 @@ from __future__ import annotations
 import gradio as gr
 
 from app.web.common import WebContext, guard, msg_html, nav_html
-from app.web.pages import rollouts_eval, stats_eval
+from app.web.pages import rollouts_eval, rollouts_steer, stats_eval
 from app.web.pages.rollouts_view import group_html, puzzle_html, run_html
 from db import rollout_views as rd
 
@@ -88,8 +88,9 @@ def build(ctx: WebContext) -> gr.Blocks:
         with gr.Row(elem_classes=["mvp-side"]):
             left = gr.HTML(elem_id="ro-left")
             right = gr.HTML(elem_id="ro-right")
-        # Steered vs unsteered answers on this puzzle (app/web/pages/rollouts_steer.py) go here:
-        # one line, e.g. rollouts_steer.build_section(ctx, puzzle).
+        # steered vs unsteered answer of the left version (docs/steer.md); `ckpt` is a source key,
+        # which rollout_views.record_seen / run_info take like a run id
+        rollouts_steer.build_panel(ctx, ckpt, puzzle)
         panel = rollouts_eval.build_eval_panel(ctx, db_url)
         eval_outputs, eval_fill = stats_eval.build_eval_section(ctx, PAGE)
         timer = gr.Timer(1.0)
