@@ -138,7 +138,8 @@ def rollouts_page(page, base: str, reloads: int, switches: int) -> dict:
     paints = []
     for _ in range(reloads + 1):                      # the first load warms the server; not counted
         page.goto(base + "/rollouts/")
-        page.wait_for_function("window.mvpT && window.mvpT.paint > 0", timeout=60000)
+        # the first load also imports the training code (torch) in the server: minutes on a busy machine
+        page.wait_for_function("window.mvpT && window.mvpT.paint > 0", timeout=600000)
         paints.append(page.evaluate("window.mvpT.paint"))
     paints = paints[1:]
     for i in range(switches):

@@ -75,6 +75,8 @@ def launch_training(page, studio, trainer: str, model_label: str | None, steps: 
                        .read_text().splitlines()[0])
     studio.shared[f"first_point_{trainer}"] = {"click_to_point_s": t_point - t_click,
                                                "start_to_first_step_s": first["time"] - job["started"]}
+    print(f"[e2e] {trainer}: launch to first live point {t_point - t_click:.1f}s; trainer start to first step "
+          f"{first['time'] - job['started']:.1f}s", flush=True)
     wait_attr(page, "#train-state", "data-state", lambda v: v in ("finished", "died", "failed"), 300)
     assert page.locator("#train-state").get_attribute("data-state") == "finished", page.inner_text("#train-log")
     page.wait_for_function(f"document.querySelector('#train-log').textContent.includes('step {steps}')",
