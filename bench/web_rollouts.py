@@ -33,36 +33,32 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "scripts"))
 G = 8
 
+# In the page: when a puzzle is clicked in the dropdown (capturing mousedown), and when the Train
+# page's first live point appeared (Date.now, to compare with the trainer's own clock).
 OBSERVE_JS = """
 () => {
-  window.mvpT = {paint: null, switches: [], point: null, click: null};
-  let t0 = null, old = null;
-  const done = () => {
-    const v = document.querySelector('#ro-puzzle-view');
-    const l = document.querySelectorAll('#ro-left .mvp-answer-row').length;
-    const r = document.querySelectorAll('#ro-right .mvp-answer-row').length;
-    return v && l === %(G)d && r === %(G)d ? v : null;
-  };
-  const painted = async (v, cb) => {
-    const imgs = Array.from(document.querySelectorAll('#ro-puzzle-box img, #ro-left img, #ro-right img'));
-    await Promise.all(imgs.map(i => i.decode().catch(() => null)));
-    requestAnimationFrame(() => cb(performance.now()));
-  };
+  window.mvpT = {down: null, click: null, point: null};
   document.addEventListener('mousedown', e => {
-    if (e.target.closest && e.target.closest('li[role=option]') && document.querySelector('#ro-puzzle-view')) {
-      t0 = performance.now(); old = document.querySelector('#ro-puzzle-view').dataset.puzzleId; }
+    if (e.target.closest && e.target.closest('li[role=option]')) window.mvpT.down = performance.now();
     if (e.target.closest && e.target.closest('#train-launch')) window.mvpT.click = Date.now();
   }, true);
   new MutationObserver(() => {
-    const v = done();
-    if (v && window.mvpT.paint === null) { window.mvpT.paint = -1; painted(v, t => window.mvpT.paint = t); }
-    if (v && t0 !== null && v.dataset.puzzleId !== old) { const s = t0; t0 = null;
-      painted(v, t => window.mvpT.switches.push(t - s)); }
     if (window.mvpT.point === null && document.querySelector('#train-reward-chart circle[data-series=reward]'))
       window.mvpT.point = Date.now();
   }).observe(document.documentElement, {subtree: true, childList: true, attributes: true});
 }
-""".replace("%(G)d", str(G))
+"""
+# Both groups in the page (G rows each) for puzzle `old` != the shown one, every image loaded.
+READY_JS = """
+(old) => {
+  const v = document.querySelector('#ro-puzzle-view');
+  if (!v || v.dataset.puzzleId === old) return false;
+  if (document.querySelectorAll('#ro-left .mvp-answer-row').length !== %G%) return false;
+  if (document.querySelectorAll('#ro-right .mvp-answer-row').length !== %G%) return false;
+  const imgs = document.querySelectorAll('#ro-puzzle-box img, #ro-left img, #ro-right img');
+  return Array.from(imgs).every(i => i.complete);
+}
+""".replace("%G%", str(G))
 
 
 def mvp(*argv) -> None:
@@ -135,19 +131,23 @@ def q(xs: list[float], p: float) -> float:
 
 
 def rollouts_page(page, base: str, reloads: int, switches: int) -> dict:
+    """First paint: navigation start to both groups ready (performance.now() is relative to it);
+    a switch: mousedown on the puzzle to both new groups ready. Polled every animation frame."""
     paints = []
-    for _ in range(reloads + 1):                      # the first load warms the server; not counted
-        page.goto(base + "/rollouts/")
-        # the first load also imports the training code (torch) in the server: minutes on a busy machine
-        page.wait_for_function("window.mvpT && window.mvpT.paint > 0", timeout=600000)
-        paints.append(page.evaluate("window.mvpT.paint"))
+    for i in range(reloads + 1):                  # the first load warms the server; not counted
+        page.goto(base + "/rollouts/", wait_until="commit")
+        # the first load also imports the training code (torch) in the server: long on a busy machine
+        page.wait_for_function(READY_JS, arg="", polling="raf", timeout=600000 if i == 0 else 60000)
+        paints.append(page.evaluate("performance.now()"))
     paints = paints[1:]
+    sw = []
     for i in range(switches):
+        old = page.locator("#ro-puzzle-view").get_attribute("data-puzzle-id")
         page.click("#ro-puzzle input")
         opts = page.locator("li[role=option]")
         opts.nth((i + 1) % opts.count()).click()
-        page.wait_for_function(f"window.mvpT.switches.length >= {i + 1}", timeout=30000)
-    sw = page.evaluate("window.mvpT.switches")
+        page.wait_for_function(READY_JS, arg=old, polling="raf", timeout=60000)
+        sw.append(page.evaluate("performance.now() - window.mvpT.down"))
     return {"first_paint_ms": paints, "switch_ms": sw}
 
 

@@ -58,7 +58,7 @@ def studio(sample_videos, tmp_path_factory):
                              "--host", "127.0.0.1", "--port", str(port)], cwd=ROOT, stdout=log,
                             stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
+    deadline = time.time() + 300            # the whole app imports in ~1 min on a loaded machine
     while True:
         try:
             urllib.request.urlopen(url + "/login", timeout=2)
