@@ -61,9 +61,17 @@ def videos_for(ctx: WebContext, left: str | None):
     return gr.update(choices=vids, value=first), first
 
 
+def _warm_training_code() -> None:
+    """The advantage is the trainer's (mvp_core.grpo.loss, torch): import it in the background while
+    the server starts, so the first puzzle shown does not wait for torch (seconds; minutes when the
+    machine is loaded)."""
+    import importlib
+    import threading
+    threading.Thread(target=importlib.import_module, args=("mvp_core.grpo.loss",), daemon=True).start()
+
+
 def build(ctx: WebContext) -> gr.Blocks:
-    # The advantage is the trainer's (mvp_core.grpo.loss, torch), imported on the first puzzle shown,
-    # not at server start: the first view after a start waits for torch (seconds), later ones do not.
+    _warm_training_code()
     db_url = ctx.Session.kw["bind"].url.render_as_string(hide_password=False)
     with gr.Blocks(title="MVP Studio · Rollouts") as demo:
         nav = gr.HTML()
