@@ -1,4 +1,4 @@
-"""GRPO step benchmark (issue 6): the real training loop (mvp_core.grpo.loop.train) on Qwen2.5-VL
+"""GRPO step benchmark: the real training loop (mvp_core.grpo.loop.train) on Qwen2.5-VL
 with the real 3B and 7B shapes and random weights, 16 context frames per puzzle, G=8.
 
     .venv/bin/python bench/gpu_grpo.py                 # one GPU: 3B full fine-tune, 7B LoRA (< 8 min on an H200)

@@ -93,7 +93,7 @@ def _export_hf(records: list[dict], data_dir: Path, out: Path, name: str, chash:
     (out / "README.md").write_text(
         f"---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: data/train-*.parquet\n"
         f"---\n# MVP set `{name}`\n\nMasked Video Prediction puzzles, content hash `{chash}`. "
-        f"`record` holds the full DESIGN §3 record.\n")
+        f"`record` holds the full puzzle record.\n")
 
 
 def _export_video_r1(records: list[dict], data_dir: Path, out: Path, name: str) -> None:

@@ -1,6 +1,6 @@
 """Puzzle records into the database, and a jsonl set export back in as the same set (same hash).
 
-`store_records` writes videos, puzzles and options from DESIGN §3 records (skipping ids already
+`store_records` writes videos, puzzles and options from puzzle records (docs/ARCHITECTURE.md, "Puzzle record") (skipping ids already
 present); the synthesis pipeline has its own writer, this one serves imports and tests."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The puzzle record of DESIGN §3: one JSON object per line in puzzles.jsonl, the same fields in the DB.
+"""The puzzle record (docs/ARCHITECTURE.md, "Puzzle record"): one JSON object per line in puzzles.jsonl, the same fields in the DB.
 
 Records are plain dicts on the wire; these dataclasses give them names and a canonical JSON form
 (sorted keys, no whitespace) so the same inputs and seed give byte-identical lines."""

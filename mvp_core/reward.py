@@ -1,4 +1,4 @@
-"""The fine-grained MVP reward of DESIGN §3, as pure functions.
+"""The fine-grained MVP reward (docs/ARCHITECTURE.md, "Reward"), as pure functions.
 
 `mvp_reward` keeps TRL's reward signature `f(prompts, completions, **columns) -> list[float]`; the
 per-term breakdown comes from `score_completion`."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-# Default weights of DESIGN §3; they sum to 1 so the total stays in [0, 1].
+# Default weights; they sum to 1 so the total stays in [0, 1].
 DEFAULT_WEIGHTS = {"format": 0.1, "selection": 0.3, "order": 0.3, "exact": 0.3}
 
 # Tags tolerate case and inner spacing ("< Answer >", "</ answer>"): small models drift on these.
@@ -82,7 +82,7 @@ def score_labels(pred: list[str] | None, answer: list[str], pool: list[str]) -> 
         order = sum(rank[a] < rank[b] for a, b in pairs) / len(pairs)
     else:
         # No pair to compare. With m == 1 a puzzle has no order to get wrong, so the right single
-        # label earns it (the exact answer then scores 1, as for m >= 2); otherwise 0 (DESIGN §3).
+        # label earns it (the exact answer then scores 1, as for m >= 2); otherwise 0.
         order = 1.0 if (m == 1 and chosen) else 0.0
     exact = 1.0 if list(pred) == list(answer) else 0.0
     return selection, order, exact

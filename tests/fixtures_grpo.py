@@ -1,4 +1,4 @@
-"""Fixtures for the GRPO trainer tests (issue 6): settings for short runs of the tiny Qwen2.5-VL
+"""Fixtures for the GRPO trainer tests: settings for short runs of the tiny Qwen2.5-VL
 on puzzles over real frames (`model_data` and `tiny_model_dir` come from fixtures_model)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fixtures for the model-side tests (issue 4): the tiny Qwen2.5-VL and puzzles over real frames.
+"""Fixtures for the model-side tests: the tiny Qwen2.5-VL and puzzles over real frames.
 
 The puzzles are made here from frames decoded (PyAV) from the real sample videos, so the prompt,
 reward and rollout tests do not depend on the synthesis pipeline; `test_rollout_e2e.py` runs the

@@ -92,7 +92,7 @@ def _frames_of(path: Path, fps: float, max_side: int):
 
 
 def _build_records(sample_videos: dict, data_dir: Path) -> list[dict]:
-    """Puzzle records per DESIGN §3 from real frames of the sample videos (used while `mvp synth`
+    """Puzzle records (docs/ARCHITECTURE.md, "Puzzle record") from real frames of the sample videos (used while `mvp synth`
     is not available): N=6 keyframes at 4 fps, m=2 masked, l=3 distractors (two temporal neighbours
     and one frame of another video)."""
     from PIL import Image
@@ -146,7 +146,7 @@ def _synth_records(sample_videos: dict, data_dir: Path) -> list[dict] | None:
     db = data_dir / "synth.sqlite"
     cmd = [sys.executable, "-m", "app.cli", "synth", str(vdir), "--data", str(data_dir),
            "--db", f"sqlite:///{db}", "--per-video", "4"]
-    res = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=600)
+    res = subprocess.run(cmd, cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=600)
     if res.returncode != 0:
         raise RuntimeError(f"mvp synth failed:\n{res.stdout}\n{res.stderr}")
     eng = create_engine(f"sqlite:///{db}")

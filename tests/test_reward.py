@@ -1,4 +1,4 @@
-"""Answer parsing and the reward of DESIGN §3 on hand-picked answers (the properties are in
+"""Answer parsing and the reward on hand-picked answers (the properties are in
 test_reward_props.py)."""
 from __future__ import annotations
 

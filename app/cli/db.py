@@ -1,4 +1,4 @@
-"""`mvp db upgrade|current|import|set-overlap` and `mvp import`: the database by hand (issue 3)."""
+"""`mvp db upgrade|current|import|set-overlap` and `mvp import`: the database by hand."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""`mvp export` and `mvp sets freeze|list`: curated sets out of the database (issue 3)."""
+"""`mvp export` and `mvp sets freeze|list`: curated sets out of the database."""
 from __future__ import annotations
 
 import json

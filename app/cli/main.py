@@ -1,4 +1,4 @@
-"""`mvp`: one CLI whose subcommands the UI also uses (DESIGN §4).
+"""`mvp`: one CLI whose subcommands the UI also uses (docs/ARCHITECTURE.md, "Interfaces").
 
 Each subcommand lives in its own `app/cli/<name>.py` module with `register(subparsers)`; heavy imports
 happen inside the handlers so `mvp --help` stays fast."""
@@ -20,6 +20,8 @@ COMMAND_MODULES = [
     "app.cli.serve",
     "app.cli.demo",
     "app.cli.train",
+    "app.cli.videos",
+    "app.cli.sft",
 ]
 
 

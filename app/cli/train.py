@@ -1,4 +1,4 @@
-"""`mvp train CONFIG.yaml [key=value ...] [--resume]`: GRPO post-training (issue 6).
+"""`mvp train CONFIG.yaml [key=value ...] [--resume]`: GRPO post-training.
 
 The same command runs in one process or under `torchrun --nproc_per_node N -m app.cli train ...`.
 It reads a curated-set snapshot (puzzles.jsonl + frames) and writes a run directory; with

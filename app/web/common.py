@@ -38,7 +38,9 @@ def nav_html(ctx: WebContext, user: str | None, current: str) -> str:
     role = ctx.auth.role_of(user) or "?"
     return (f'<nav class="mvp-nav"><span class="mvp-brand">MVP Studio</span>{"".join(links)}'
             f'<span class="mvp-user">{esc(user)} ({esc(role)})</span>'
-            f'<a class="mvp-nav-link" href="/logout" id="nav-logout">Log out</a></nav>')
+            # logout is a POST (a link or an <img src> on another page cannot log anyone out)
+            f'<form class="mvp-logout" method="post" action="/logout">'
+            f'<button type="submit" class="mvp-nav-link" id="nav-logout">Log out</button></form></nav>')
 
 
 def msg_html(text: str, kind: str = "info") -> str:

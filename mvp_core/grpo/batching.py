@@ -7,7 +7,7 @@ puzzle's visual tensors once per sequence (the model pairs them with placeholder
 order), left-pads prompts (generation appends on the right) and right-pads completions.
 
 `mm_token_type_ids` must be present in training forwards: without it Qwen2.5-VL silently skips
-its 3-D rotary positions (see DESIGN §5)."""
+its 3-D rotary positions (docs/ARCHITECTURE.md, "Facts about the stack")."""
 from __future__ import annotations
 
 import torch

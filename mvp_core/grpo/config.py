@@ -1,6 +1,6 @@
 """`GRPOConfig`: every setting of a training run, with its documentation next to it.
 
-Names, defaults and meanings follow TRL's `GRPOConfig` where TRL has the setting (DESIGN §3), so a
+Names, defaults and meanings follow TRL's `GRPOConfig` where TRL has the setting (docs/ARCHITECTURE.md, "Run directory"), so a
 run here and a TRL run compare. A config comes from a YAML file plus `key=value` overrides; every
 value is checked against the field's type and allowed values, and a bad one is a one-line
 `UserError` naming the key."""
@@ -68,7 +68,7 @@ class GRPOConfig:
                           "max_completion_length)), bnpo (over the micro-batch's tokens).", default="dapo")
     scale_rewards: str = _doc("Divide centred rewards by the std of the group, of the whole batch, "
                               "or not at all (none, Dr. GRPO).", default="group")
-    reward: str = _doc("Reward function: mvp (the fine-grained reward of DESIGN §3), format (its "
+    reward: str = _doc("Reward function: mvp (the fine-grained reward of mvp_core.reward), format (its "
                        "format term only) or mentions_label (1 if the completion names a pool "
                        "label: a signal a random policy earns, for smoke tests).", default="mvp")
     reward_weights: dict = _doc("Weights of the mvp reward's terms (format, selection, order, exact).",

@@ -1,6 +1,6 @@
 """The reward a run optimises, chosen by `GRPOConfig.reward`; each returns the total and its terms.
 
-`mvp` is DESIGN §3's fine-grained reward (mvp_core.reward). The other two are for smoke tests and
+`mvp` is the fine-grained reward (docs/ARCHITECTURE.md, "Reward") (mvp_core.reward). The other two are for smoke tests and
 demos with an untrained model, whose completions essentially never have the answer format:
 `format` is the format term alone, `mentions_label` pays 1 when the completion names at least
 one of the pool's labels as a standalone capital letter (which a random policy sometimes does)."""

@@ -1,4 +1,4 @@
-"""The run directory of DESIGN §3: everything a run leaves behind, in plain files.
+"""The run directory (docs/ARCHITECTURE.md, "Run directory"): everything a run leaves behind, in plain files.
 
     config.yaml          the resolved GRPOConfig + the curated set's name, content hash and size
     metrics.jsonl        one JSON object per optimizer step (METRIC_FIELDS)
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mvp_core.errors import UserError
 
-# metrics.jsonl fields (DESIGN §3), in the order they are written.
+# metrics.jsonl fields (docs/ARCHITECTURE.md, "Run directory"), in the order they are written.
 METRIC_FIELDS = (
     "step", "reward", "reward_std", "reward/format", "reward/selection", "reward/order", "reward/exact",
     "frac_reward_zero_std", "completion_length", "clip_ratio/low", "clip_ratio/high", "clip_ratio/region",

@@ -1,4 +1,4 @@
-"""Per-step metrics (DESIGN §3 names, TRL's meanings) and the log lines of a run.
+"""Per-step metrics (TRL's names and meanings) and the log lines of a run.
 
 Metrics are reduced over all processes (sums all-reduced, then divided), so metrics.jsonl reads
 the same under torchrun as in one process. Timings are rank 0's."""

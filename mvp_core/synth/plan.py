@@ -1,4 +1,4 @@
-"""MVP puzzle synthesis on one video's sampled frames (DESIGN §1 steps 2-5), pure computation.
+"""MVP puzzle synthesis on one video's sampled frames (docs/ARCHITECTURE.md, "The method", steps 2-5), pure computation.
 
 Input: the sampled frame times and their L2-normalised embeddings. Output: puzzle layouts (indices
 into the sampled frames); mvp_core.synth.job turns them into records with frame uris.
