@@ -147,3 +147,14 @@ def flat_clips(tmp_path_factory, sample_videos) -> Path:
     flashes = [fr[40] if k % 2 else fr[44] for k in range(12)]  # a strobe between two shots
     write_video(d / "flashing.mp4", fr[10:22] + flashes + fr[30:42], fps=1)
     return d
+
+
+@pytest.fixture(scope="session")
+def trailer_clips(sample_videos, tmp_path_factory) -> dict[str, Path]:
+    """30 s segments of the real trailer (320 px wide): videos long and varied enough for sound puzzles
+    without overlap (a 5 s slow pan such as bigbuckbunny has no frame that is not a near-duplicate of
+    a keyframe, so it gives none)."""
+    d = tmp_path_factory.mktemp("trailer clips")
+    src = sample_videos["trailer_bbb"]
+    return {"trailer_a": cut_segment(src, d / "trailer_a.mp4", 20.0, 30.0),
+            "trailer_b": cut_segment(src, d / "trailer_b.mp4", 2.0, 30.0, crop="640:720:0:0")}
