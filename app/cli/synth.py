@@ -80,7 +80,17 @@ def run(args) -> int:
 
     bar = tqdm(total=len(todo), unit="video", desc="synth", disable=args.quiet or not todo, file=sys.stderr)
 
+    held: list = []  # --cross-video: results wait for every video's donor frames (kept in memory)
+
     def on_result(res) -> None:
+        if cfg.cross_video and res.ok:
+            held.append(res)
+        else:
+            _store(res)
+        bar.update(1)
+        bar.set_postfix(puzzles=stats["puzzles"], skipped=stats["skipped"])
+
+    def _store(res) -> None:
         added = save_result(Session_, todo[res.path], params_key, res)
         stats["rss"] = max(stats["rss"], res.peak_rss_mb)
         if res.ok:
@@ -91,8 +101,6 @@ def run(args) -> int:
         else:
             stats["skipped"] += 1
             skipped_lines.append(f"  SKIP {res.path}: {res.reason}")
-        bar.update(1)
-        bar.set_postfix(puzzles=stats["puzzles"], skipped=stats["skipped"])
 
     # largest files first: the long videos start early and the small ones fill in (fewer idle workers at the end)
     order = sorted(todo, key=lambda p: -todo[p][1])
@@ -103,6 +111,11 @@ def run(args) -> int:
         else:
             from mvp_core.synth.workers import run_local
             run_local(order, cfg, str(data), args.workers, args.timeout, on_result, stall_s=args.stall_timeout)
+    if held:
+        from mvp_core.synth.cross_video import add_cross_video
+        add_cross_video(held, cfg, str(data))
+        for res in sorted(held, key=lambda r: r.path):
+            _store(res)
     bar.close()
     n_records = write_jsonl(Session_, data / "puzzles.jsonl")
     secs = time.perf_counter() - t0

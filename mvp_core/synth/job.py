@@ -28,6 +28,7 @@ from mvp_core.video.frames import FrameStore, encode_jpeg
 
 EMBED_BATCH = 32
 PROGRESS_EVERY = 8      # decoded frames between progress reports
+DONORS_PER_VIDEO = 32   # frames (evenly spaced) a video offers other videos' puzzles as cross-video distractors
 # Time limit per file from its probed size: LIMIT_BASE_S + LIMIT_SAFETY x the expected work (generous:
 # a hang is caught sooner by the no-progress watchdog; this bounds a decode that crawls), where
 # decode runs at DECODE_PIXELS_PER_S (decord, 720p ~500 frame/s on one core, measured here) and each
@@ -71,6 +72,10 @@ class VideoResult:
     n_sampled: int = 0
     n_frames_written: int = 0
     n_flat: int = 0              # sampled frames dropped as flat (no spatial contrast)
+    # With --cross-video: embeddings of the frames the records use, and frames other videos' puzzles
+    # may take as distractors [(t, jpeg bytes, embedding)] (mvp_core.synth.cross_video).
+    embeddings: dict = field(default_factory=dict)
+    donors: list = field(default_factory=list)
     seconds: float = 0.0
     peak_rss_mb: float = 0.0     # the worker process's peak resident memory so far
 
@@ -127,7 +132,13 @@ def _process(path: Path, cfg: SynthConfig, data_dir: str, progress: Progress) ->
     for uri in uris.values():  # the curation page shows thumbnails: make them now, not on the first click
         store.thumbnail(uri)
     records = [_record(lay, video, times, uris, cfg, kappa, fps).to_dict() for lay in layouts]
-    return VideoResult(str(path), True, "", asdict(video), records, fps, len(times), len(used), n_flat)
+    res = VideoResult(str(path), True, "", asdict(video), records, fps, len(times), len(used), n_flat)
+    if cfg.cross_video:
+        E = all_E[keep]
+        res.embeddings = {uris[i]: E[i] for i in used}
+        step = max(1, len(keep) // DONORS_PER_VIDEO)
+        res.donors = [(times[i], jpegs[i], E[i]) for i in range(0, len(keep), step)][:DONORS_PER_VIDEO]
+    return res
 
 
 _EMBEDDERS: dict[str, object] = {}
