@@ -15,6 +15,7 @@ from steer_common import decoder, untrained_bank
 
 def _time(model, batch, tokens, make):
     import contextlib
+
     import torch
     ctx = make() if make else contextlib.nullcontext()
     with ctx:
@@ -35,6 +36,7 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=1)
     args = ap.parse_args()
     import torch
+
     from mvp_core.steer.collect import text_batches
     from mvp_core.steer.config import SteerConfig
     from mvp_core.steer.steer import Steering
