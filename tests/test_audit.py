@@ -71,7 +71,7 @@ def test_hard_distractors_lower_the_best_heuristic(planned):
     rnd = audit(by_hardness["random"], load, check_guard=False)
     assert hard["n_puzzles"] >= 100 and rnd["n_puzzles"] >= 100
     heuristics = [s for s in SOLVERS if s != "random"]
-    best = lambda rep: max(rep["groups"]["all"]["solvers"][s]["exact"] for s in heuristics)  # noqa: E731
+    best = lambda rep: max(rep["groups"]["all"]["solvers"][s]["exact"] for s in heuristics)
     assert best(hard) < best(rnd), (best(hard), best(rnd))
     # the hard distractors are the ones the continuity heuristic falls for
     assert hard["pick_rate_by_kind"]["boundary"]["neighbor"] > rnd["pick_rate_by_kind"]["boundary"]["random"]

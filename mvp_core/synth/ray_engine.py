@@ -8,7 +8,7 @@ flight so each task's deadline is measured from about when it starts; an overdue
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from mvp_core.synth.job import VideoResult, process_video
 from mvp_core.synth.plan import SynthConfig

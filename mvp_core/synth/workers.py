@@ -13,9 +13,9 @@ from __future__ import annotations
 import multiprocessing as mp
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import wait
-from typing import Callable
 
 from mvp_core.synth.job import VideoResult, process_video
 from mvp_core.synth.plan import SynthConfig
@@ -35,7 +35,7 @@ def _worker_main(conn, cfg: SynthConfig, data_dir: str) -> None:
             return
         last = [0.0, ""]
 
-        def progress(info: dict) -> None:
+        def progress(info: dict, last: list = last) -> None:
             now = time.monotonic()
             if info.get("phase") != last[1] or now - last[0] >= PROGRESS_MIN_INTERVAL_S:
                 last[:] = [now, info.get("phase", "")]
