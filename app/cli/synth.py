@@ -32,7 +32,7 @@ def register(sub) -> None:
                    help="K extra distractors per puzzle from other videos of the run, matched by embedding")
     p.add_argument("--timeout", type=float, default=None,
                    help="fixed time limit per video in seconds (default: follows each video's probed duration)")
-    p.add_argument("--stall-timeout", type=float, default=20.0,
+    p.add_argument("--stall-timeout", type=float, default=30.0,
                    help="kill a worker that reports no decoding progress for this many seconds")
     p.add_argument("--retry-failed", action="store_true", help="retry files skipped by an earlier run")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -27,7 +27,7 @@ from mvp_core.video.decode import check_file, file_sha256, iter_frames, native_f
 from mvp_core.video.frames import FrameStore, encode_jpeg
 
 EMBED_BATCH = 32
-PROGRESS_EVERY = 8      # decoded frames between progress reports
+PROGRESS_EVERY = 1      # sampled frames between progress reports (the worker throttles to 2 per second)
 DONORS_PER_VIDEO = 32   # frames (evenly spaced) a video offers other videos' puzzles as cross-video distractors
 # Time limit per file from its probed size: LIMIT_BASE_S + LIMIT_SAFETY x the expected work (generous:
 # a hang is caught sooner by the no-progress watchdog; this bounds a decode that crawls), where

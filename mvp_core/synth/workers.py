@@ -20,7 +20,7 @@ from multiprocessing.connection import wait
 from mvp_core.synth.job import VideoResult, process_video
 from mvp_core.synth.plan import SynthConfig
 
-DEFAULT_STALL_S = 20.0       # no progress report for this long: the decode is hung
+DEFAULT_STALL_S = 30.0       # no progress report for this long: the decode is hung (generous: a loaded machine)
 UNKNOWN_DURATION_LIMIT_S = 600.0  # limit for a file whose container does not say how long it is
 PROGRESS_MIN_INTERVAL_S = 0.5     # the worker sends at most this often (and always on a phase change)
 
