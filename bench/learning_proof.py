@@ -39,18 +39,20 @@ def mvp(*args, env=None, deadline: float | None = None, log: Path | None = None)
     print("$ mvp " + " ".join(map(str, args)), flush=True)
     out = open(log, "a") if log else None
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out or None, stderr=subprocess.STDOUT if out else None)
+    stopped = False
     try:
         while proc.poll() is None:
             if deadline is not None and time.time() > deadline:
-                print(f"  time share spent: stopping it (SIGTERM), it saves a checkpoint", flush=True)
+                print("  time share spent: stopping it (SIGTERM), it saves a checkpoint", flush=True)
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(timeout=600)
+                stopped = True
                 break
             time.sleep(0.5)
     finally:
         if out:
             out.close()
-    if proc.returncode not in (0,):
+    if proc.returncode != 0 and not stopped:
         raise SystemExit(f"mvp {args[0]} failed (exit {proc.returncode}); see {log or 'above'}")
     return proc.returncode
 
@@ -101,6 +103,10 @@ def latest_checkpoint(run: Path) -> Path:
 
 
 def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end: float) -> dict[str, Path]:
+    if args.models_from:           # evaluate the models another proof trained on new test videos
+        src = Path(args.models_from)
+        return {"base": src / "base", "sft": latest_checkpoint(src / "sft"), "grpo": latest_checkpoint(src / "grpo"),
+                "_sft_run": src / "sft", "_grpo_run": src / "grpo"}
     base = work / "base"
     if not (base / "config.json").is_file():
         mvp("tiny-model", base, "--preset", "learn", "--seed", args.seed, env=env)
@@ -157,6 +163,8 @@ def main(argv=None) -> int:
     p.add_argument("--l", type=int, default=2, help="distractors")
     p.add_argument("--sft-steps", type=int, default=400)
     p.add_argument("--grpo-steps", type=int, default=200)
+    p.add_argument("--models-from", help="skip training: evaluate the base/sft/grpo models of this earlier "
+                                         "proof's work directory on this run's test videos")
     p.add_argument("--eval-limit", type=int, default=60, help="held-out puzzles evaluated during training")
     args = p.parse_args(argv)
     t0 = time.time()
@@ -166,9 +174,11 @@ def main(argv=None) -> int:
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
 
     train_files, test_files = split_videos(args, work, env)
+    if args.models_from and args.videos:
+        train_files, test_files = [], train_files + test_files    # every video is new to those models
     if set(train_files) & set(test_files):
         raise SystemExit("a video is in both the train and the test folder")
-    train_jsonl = synth(train_files, work / "train", args, env)
+    train_jsonl = synth(train_files, work / "train", args, env) if train_files else None
     test_jsonl = synth(test_files, work / "test", args, env)
     models = train_all(args, work, train_jsonl, test_jsonl, env, t_end)
     reports = evaluate_all(models, test_jsonl, work, env)
