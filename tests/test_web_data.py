@@ -168,7 +168,7 @@ def test_stats_put_humans_beside_the_solvers(fresh, browser):
     assert rows["humans (curators, blind)"][2].startswith("0.750")
     assert {"shortcut: random", "shortcut: boundary", "shortcut: histogram", "chance (exact)"} <= set(rows)
     by_video = page.inner_text("#stats-human-by-video")
-    assert "bigbuckbunny.mp4" in by_video and "bikes.mp4" in by_video
+    assert "trailer_a.mp4" in by_video and "bikes.mp4" in by_video
     assert hard in page.inner_text("#stats-ambiguous")
     page.wait_for_function("() => /bikes\\.mp4/.test(document.querySelector('#stats-acceptance_by_video').innerText)",
                            timeout=30000)
@@ -197,6 +197,9 @@ def test_freeze_with_splits_and_export(fresh, browser, tmp_path):
     for r in recs:
         by_video.setdefault(r["video"]["id"], set()).add(r.get("split"))
     assert all(len(v) == 1 for v in by_video.values())        # no video in two splits
+    assert {r["split"] for r in recs} == {"train", "test"}
+    sets_text = page.inner_text("#data-sets")
+    assert "first-set" in sets_text
     shot(page, "data_sets")
     out = {}
     for fmt in ("jsonl", "hf", "video-r1"):
