@@ -36,15 +36,17 @@ def run(args) -> int:
 
     from db.engine import data_dir, open_db
     from db.synth_store import file_key, previous, save_result, save_skip, write_jsonl
+    from mvp_core.synth.config import SynthConfig, SynthRunSettings
     from mvp_core.synth.embed import EmbedderSpec
-    from mvp_core.synth.plan import SynthConfig
     from mvp_core.video.scan import scan
 
     t0 = time.perf_counter()
-    cfg = SynthConfig(fps=args.fps, n=args.n, m=args.m, l=args.l, kappa=args.kappa, per_video=args.per_video,
-                      seed=args.seed, tail=args.tail, hardness=args.hardness,
-                      embedder=str(EmbedderSpec.parse(args.embedder)), max_side=args.max_side)
-    cfg.validate()
+    cfg = SynthConfig.from_values(dict(fps=args.fps, n=args.n, m=args.m, l=args.l, kappa=args.kappa,
+                                       per_video=args.per_video, seed=args.seed, tail=args.tail,
+                                       hardness=args.hardness, embedder=str(EmbedderSpec.parse(args.embedder)),
+                                       max_side=args.max_side))
+    how = SynthRunSettings.from_values(dict(workers=args.workers, engine=args.engine,
+                                            ray_address=args.ray_address, timeout=args.timeout))
     if cfg.embedder.startswith("clip:"):
         EmbedderSpec.parse(cfg.embedder).build()  # fail fast, once, on a bad checkpoint path
     data = data_dir(args.data)
@@ -87,12 +89,12 @@ def run(args) -> int:
     # largest files first: the long videos start early and the small ones fill in (fewer idle workers at the end)
     order = sorted(todo, key=lambda p: -todo[p][1])
     if todo:
-        if args.engine == "ray":
+        if how.engine == "ray":
             from mvp_core.synth.ray_engine import run_ray
-            run_ray(order, cfg, str(data), args.workers, args.timeout, on_result, args.ray_address)
+            run_ray(order, cfg, str(data), how.workers, how.timeout, on_result, how.ray_address)
         else:
             from mvp_core.synth.workers import run_local
-            run_local(order, cfg, str(data), args.workers, args.timeout, on_result)
+            run_local(order, cfg, str(data), how.workers, how.timeout, on_result)
     bar.close()
     n_records = write_jsonl(Session_, data / "puzzles.jsonl")
     secs = time.perf_counter() - t0

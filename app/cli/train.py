@@ -27,14 +27,13 @@ def register(sub) -> None:
 
 
 def _train(args) -> int:
-    from mvp_core.grpo.config import documented_yaml, from_dict, load_config, parse_overrides
+    from mvp_core.grpo.config import documented_yaml, load_config
 
     path, overrides = args.config, list(args.overrides)
     if path and "=" in path and not Path(path).exists():     # `mvp train key=value ...` without a file
         path, overrides = None, [path] + overrides
     if args.print_config:
-        cfg = from_dict(parse_overrides(overrides), base=load_config(path, []) if path else None)
-        print(documented_yaml(cfg), end="")
+        print(documented_yaml(load_config(path, overrides)), end="")
         return 0
     cfg = load_config(path, overrides)
     if args.set_name:

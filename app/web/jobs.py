@@ -79,23 +79,16 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
            user: str) -> dict:
     """Validate the settings, snapshot the set into a new run directory and start `mvp train`.
     Refused while another launched run is alive."""
-    import yaml
-
     from db.sets import set_lines
-    from mvp_core.grpo.config import from_dict, parse_overrides
+    from mvp_core.config import parse_overrides, parse_yaml_mapping
+    from mvp_core.grpo.config import GRPOConfig
 
     data_dir = Path(data_dir)
     if not set_name:
         raise UserError("choose a curated set")
     if not model:
         raise UserError("give a model path")
-    try:
-        base = yaml.safe_load(yaml_text or "") or {}
-    except yaml.YAMLError as e:
-        raise UserError(f"config is not valid YAML ({str(e).splitlines()[0]})") from None
-    if not isinstance(base, dict):
-        raise UserError("config must be a mapping of keys to values")
-    base.pop("run_info", None)
+    base = parse_yaml_mapping(yaml_text or "", "config")
     with open(jobs_dir(data_dir) / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)          # two clicks at once still start one run
         cur = active(data_dir)
@@ -104,14 +97,14 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
         run_dir = data_dir / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{_slug(set_name)}"
         fixed = [f"model={model}", f"output_dir={run_dir}", f"puzzles={run_dir / 'puzzles.jsonl'}",
                  f"data_dir={data_dir}", f"set_name={set_name}"]
-        cfg = from_dict(parse_overrides(overrides + fixed), base=from_dict(base)).validate()
+        cfg = GRPOConfig.from_values(base, parse_overrides(overrides + fixed))
         with Session() as s:
             lines = set_lines(s, set_name)
         if not lines:
             raise UserError(f"curated set {set_name!r} holds no puzzles")
         run_dir.mkdir(parents=True)
         (run_dir / "puzzles.jsonl").write_text("".join(line + "\n" for line in lines))
-        (run_dir / "launch.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        (run_dir / "launch.yaml").write_text(cfg.to_yaml())
         cmd = [sys.executable, "-m", "app.cli", "train", str(run_dir / "launch.yaml")]
         env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
         with open(run_dir / "console.log", "ab") as out:

@@ -13,7 +13,7 @@ from multiprocessing.connection import wait
 from typing import Callable
 
 from mvp_core.synth.job import VideoResult, process_video
-from mvp_core.synth.plan import SynthConfig
+from mvp_core.synth.config import SynthConfig
 
 
 def _worker_main(conn, cfg: SynthConfig, data_dir: str) -> None:
