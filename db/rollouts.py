@@ -1,4 +1,6 @@
-"""Store rollout answers (`mvp rollout`) in the database: one `Run`, one `Rollout` row per answer.
+"""Store rollout answers (`mvp rollout`) in the database: one `Rollout` row per answer, under a run
+of its own (`mvp rollout --model PATH`) or under an indexed training run's checkpoint
+(`mvp rollout --run RUN --checkpoint C`, `RolloutStore.for_checkpoint`; db/runs.py).
 
 Resumable: `done_keys()` lists the (puzzle, sample) pairs already stored for the run's base model
 (checkpoint NULL), and `add()` skips those keys explicitly, since SQL's unique key treats NULL
@@ -25,11 +27,13 @@ def run_id_for(name: str) -> str:
 class RolloutStore:
     def __init__(self, Session: sessionmaker, run_name: str, model_path: str = "", config: dict | None = None,
                  set_name: str | None = None, records: list[dict] | None = None, kind: str = "rollout",
-                 checkpoint_step: int | None = None):
+                 checkpoint_step: int | None = None, split: str | None = None):
         """Open (or create) the run. `records`: puzzles to make sure exist in the database (rollouts
         reference puzzles; a --puzzles file may hold puzzles the database has not seen)."""
         self.Session = Session
         self.run_id = run_id_for(run_name)
+        self.set_name, self.split = set_name, split
+        self.owns_run = True
         with Session() as s:
             def create():
                 run = s.get(Run, self.run_id)
@@ -52,6 +56,16 @@ class RolloutStore:
                         s.flush()
                 return ckpt.id if ckpt else None
             self.checkpoint_id = run_txn(s, create)
+
+    @classmethod
+    def for_checkpoint(cls, Session: sessionmaker, run_id: str, checkpoint_id: int | None,
+                       set_name: str | None, split: str | None = None) -> "RolloutStore":
+        """Answers of an indexed run's checkpoint (None: its base model); the run must exist."""
+        self = cls.__new__(cls)
+        self.Session, self.run_id, self.checkpoint_id = Session, run_id, checkpoint_id
+        self.set_name, self.split = set_name, split
+        self.owns_run = False
+        return self
 
     def _ckpt_filter(self):
         c = Rollout.checkpoint_id
@@ -78,11 +92,15 @@ class RolloutStore:
                                    sample_index=r["sample_index"], completion=r["completion"],
                                    chosen_labels=list(r["chosen_labels"]), format=r["format"],
                                    selection=r["selection"], order=r["order"], exact=r["exact"], total=r["total"],
-                                   advantage=r.get("advantage")) for r in new])
+                                   advantage=r.get("advantage"), set_name=self.set_name, split=self.split)
+                           for r in new])
                 return len(new)
             return run_txn(s, insert)
 
     def finish(self, status: str = "done") -> None:
+        """The run's status (a rollout run of its own; a training run's status is its directory's)."""
+        if not self.owns_run:
+            return
         with self.Session() as s:
             run_txn(s, lambda: s.execute(update(Run).where(Run.id == self.run_id).values(status=status)))
 

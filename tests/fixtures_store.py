@@ -146,7 +146,7 @@ def _synth_records(sample_videos: dict, data_dir: Path) -> list[dict] | None:
     db = data_dir / "synth.sqlite"
     cmd = [sys.executable, "-m", "app.cli", "synth", str(vdir), "--data", str(data_dir),
            "--db", f"sqlite:///{db}", "--per-video", "4"]
-    res = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=600)
+    res = subprocess.run(cmd, cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=600)
     if res.returncode != 0:
         raise RuntimeError(f"mvp synth failed:\n{res.stdout}\n{res.stderr}")
     eng = create_engine(f"sqlite:///{db}")

@@ -56,9 +56,9 @@ def test_admin_launches_watches_and_stops_a_run(train_ready, browser):
     ctx, page = login(browser, app, "ada", path="/train/")
     try:
         page.wait_for_selector("#train-launch", timeout=60000)
-        page.wait_for_function("document.querySelector('#train-model textarea, #train-model input')?.value.length > 0",
-                               timeout=30000)
-        assert "tiny-model" in page.locator("#train-model textarea, #train-model input").first.input_value()
+        page.wait_for_function("document.querySelector('#train-model input')?.value.length > 0", timeout=30000)
+        assert "tiny-model" in page.locator("#train-model input").first.input_value()
+        assert page.locator("#train-reward input").input_value() == "mvp"      # the real reward by default
         page.locator("#train-max-steps input").fill("500")       # still running when we stop it
         page.locator("#train-max-len input").fill("8")
         page.click("#train-launch")
@@ -68,8 +68,8 @@ def test_admin_launches_watches_and_stops_a_run(train_ready, browser):
         st = _wait_state(page, lambda s: int(s["step"] or 0) >= 1, 300)   # ... and logged a first step
         rows = page.locator("#train-metrics-table tr")
         assert rows.count() >= 2 and rows.nth(1).locator("td").first.inner_text() == "1"
-        page.wait_for_selector("#train-reward-plot canvas, #train-reward-plot svg", timeout=30000)
-        page.wait_for_function("document.querySelector('#train-log textarea').value.includes('step 1:')",
+        page.wait_for_selector("#train-reward-chart circle[data-series=reward]", timeout=30000)
+        page.wait_for_function("document.querySelector('#train-log').textContent.includes('step 1:')",
                                timeout=30000)
         shot(page, "train-running")
 

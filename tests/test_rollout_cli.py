@@ -62,7 +62,7 @@ def test_tiny_model_rollout_eval_end_to_end(capsys, tmp_path, synth_dir):
         store_set(s, "cli-set", lines, 0, 2, {})
         s.commit()
     rc, out, _ = mvp(capsys, "rollout", "--model", model, "--set", "cli-set", "--data", synth_dir, "-G", 2,
-                     "--max-new-tokens", 8, "--run", "set-run")
+                     "--max-new-tokens", 8, "--name", "set-run")
     assert rc == 0 and f"{2 * n} new answers" in out and "run 'set-run'" in out
     assert (synth_dir / "rollouts" / "set-run.parquet").is_file()
 

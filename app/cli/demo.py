@@ -63,7 +63,7 @@ def handler(args) -> int:
               f"(up to {args.limit} puzzles)", flush=True)
         cmd = [sys.executable, "-m", "app.cli", "rollout", "--model", str(model), "--puzzles", str(jsonl),
                "--data", str(data), "--db", url, "-G", str(args.num_generations), "--limit", str(args.limit),
-               "--run", DEMO_RUN, "--threads", "1"]
+               "--name", DEMO_RUN, "--threads", "1"]
         if subprocess.run(cmd).returncode != 0:
             raise UserError("storing the demo rollouts failed (see above)")
     print(f"\ndemo login: user {args.user!r}, password {password!r}  (role admin)", flush=True)

@@ -22,20 +22,21 @@ def register(sub) -> None:
     p.add_argument("-G", "--num-generations", type=int, default=8, help="answers per puzzle (default 8)")
     p.add_argument("--batch-puzzles", type=int, default=1, help="puzzles per generate call (default 1)")
     p.add_argument("--out", help="Parquet file for the answers (default DATA/rollouts/<run>.parquet)")
-    p.add_argument("--run", help="run name to store the answers under (default rollout-<model dir name>)")
     p.add_argument("--no-db", action="store_true", help="write only the Parquet file")
     p.set_defaults(func=_rollout)
 
     p = sub.add_parser("eval", help="exact match and reward by distractor kind and hardness, with baselines")
     _common(p)
     p.add_argument("--out", help="JSON report path (a Markdown table is written next to it)")
+    p.add_argument("--no-db", action="store_true", help="do not store the report in the database")
     p.add_argument("--greedy", action="store_true", default=True, help="greedy decoding (default)")
     p.add_argument("--sample", dest="greedy", action="store_false", help="sample instead of greedy decoding")
     p.set_defaults(func=_eval)
 
 
 def _common(p) -> None:
-    p.add_argument("--model", required=True, help="local model directory (Qwen2.5-VL / Qwen2-VL / Qwen3-VL)")
+    from app.cli.model_target import add_target_args
+    add_target_args(p)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--set", help="curated set name (from the database)")
     src.add_argument("--puzzles", help="puzzles.jsonl file (frames are read relative to --data)")
@@ -82,6 +83,8 @@ def load_puzzles(args) -> tuple[list[dict], Path]:
         Session = open_db(args.db, data)
         with Session() as s:
             records = load_set(s, args.set)
+    from app.cli.model_target import filter_split
+    records = filter_split(records, getattr(args, "split", None), f"set {args.set!r}" if args.set else str(path))
     if args.limit:
         records = records[: args.limit]
     if not records:
@@ -121,12 +124,15 @@ def _rollout(args) -> int:
 
     if args.num_generations < 1:
         raise UserError("-G must be at least 1")
+    from app.cli.model_target import default_run_name, resolve_target
     records, data = load_puzzles(args)
+    target = resolve_target(args, data)
     _set_threads(args)
-    run_name = args.run or f"rollout-{Path(args.model).resolve().name}"
-    out = Path(args.out) if args.out else data / "rollouts" / f"{run_name}.parquet"
-    model, processor = load_policy(args.model, dtype=args.dtype, device=args.device)
-    store = None if args.no_db else _rollout_store(args, data, run_name, records)
+    run_name = target.run_id or default_run_name(args)
+    ck = "" if not target.run_id else f"-{target.checkpoint_id or 'base'}"
+    out = Path(args.out) if args.out else data / "rollouts" / f"{run_name}{ck}.parquet"
+    model, processor = load_policy(target.model_path, dtype=args.dtype, device=args.device)
+    store = None if args.no_db else _rollout_store(args, data, run_name, records, target)
     file_done = set()
     if out.exists():
         import pyarrow.parquet as pq
@@ -165,12 +171,19 @@ def _rollout(args) -> int:
     return 0
 
 
-def _rollout_store(args, data, run_name, records):
+def _rollout_store(args, data, run_name, records, target):
     from db.engine import open_db
     from db.rollouts import RolloutStore
     Session = open_db(args.db, data)
+    if target.run_id:
+        if args.puzzles:
+            from db.importer import store_records
+            from db.txn import run_txn
+            with Session() as s:
+                run_txn(s, lambda: store_records(s, records))
+        return RolloutStore.for_checkpoint(Session, target.run_id, target.checkpoint_id, args.set, args.split)
     return RolloutStore(Session, run_name, model_path=str(Path(args.model).resolve()), set_name=args.set,
-                        records=records if args.puzzles else None,
+                        records=records if args.puzzles else None, split=args.split,
                         config={"G": args.num_generations, "temperature": args.temperature,
                                 "top_p": args.top_p, "max_new_tokens": args.max_new_tokens,
                                 "set": args.set, "puzzles": args.puzzles, "seed": args.seed,
@@ -182,12 +195,16 @@ def _eval(args) -> int:
     from mvp_core.model.policy import load_policy
     from mvp_core.model.rollout import frame_loader
 
+    from app.cli.model_target import resolve_target
     records, data = load_puzzles(args)
+    target = resolve_target(args, data)
     _set_threads(args)
-    model, processor = load_policy(args.model, dtype=args.dtype, device=args.device)
+    model, processor = load_policy(target.model_path, dtype=args.dtype, device=args.device)
     report = evaluate(model, processor, records, frame_loader(data), _prompt_cfg(args),
                       _gen_cfg(args, 1, greedy=args.greedy), progress=True)
-    report["model"] = str(Path(args.model).resolve())
+    report["model"] = str(Path(target.model_path).resolve())
+    if not args.no_db and (args.set or target.run_id):
+        _store_eval(args, data, target, report)
     md = markdown_report(report)
     if args.out:
         out = Path(args.out)
@@ -197,3 +214,20 @@ def _eval(args) -> int:
         print(f"report written to {out} and {out.with_suffix('.md')}", file=sys.stderr)
     sys.stdout.write(md)
     return 0
+
+
+def _store_eval(args, data, target, report) -> None:
+    """Under the run's checkpoint (--run) or the model's own run (--model with --set)."""
+    from app.cli.model_target import default_run_name
+    from db.engine import open_db
+    from db.evaluations import save_evaluation
+    from db.rollouts import RolloutStore
+    Session = open_db(args.db, data)
+    run_id = target.run_id
+    if run_id is None:
+        own = RolloutStore(Session, default_run_name(args), model_path=report["model"], set_name=args.set,
+                           kind="eval")
+        own.finish("done")
+        run_id = own.run_id
+    save_evaluation(Session, run_id, target.checkpoint_id, args.set or Path(args.puzzles).name, args.split, report)
+    print(f"eval stored under {target.label if target.run_id else 'run ' + run_id}", file=sys.stderr)

@@ -1,48 +1,52 @@
-"""Training runs launched from the web app: `mvp train` as a detached subprocess (its own session
-and process group, output to files), one at a time, re-attachable after a page reload or a
-server restart, stoppable as a whole process tree.
+"""Background jobs launched from the web app: training (`mvp train` / `mvp sft`), rollouts and evals
+(`mvp rollout` / `mvp eval` of a run's checkpoint), each a detached subprocess (its own session and
+process group, output to files), one at a time per kind, re-attachable after a page reload or a
+server restart, stoppable as a whole process tree by whoever launched it or an admin.
 
-State lives in files under DATA/train/: `active.json` names the current run (run directory, pid,
-process group, who launched it); the run directory itself holds status.json / metrics.jsonl /
-stdout.log written by the trainer, and console.log (the process's stdout and stderr)."""
+State lives in files: DATA/train/active.json names the current training run (run directory, pid,
+process group, who launched it; the run directory holds status.json / metrics.jsonl / stdout.log
+written by the trainer, and console.log, the process's stdout and stderr); DATA/jobs/<kind>/ holds
+the same for rollout and eval jobs, with the job's console log beside it. Processes are found with
+psutil (by process group), never by scanning /proc by hand."""
 from __future__ import annotations
 
 import fcntl
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import psutil
+
 from mvp_core.errors import UserError
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CONFIG = ROOT / "configs" / "tiny.yaml"
+ROOT = Path(__file__).resolve().parents[2]   # the repository root
+DEFAULT_CONFIG = ROOT / "configs" / "web.yaml"   # trains on the real MVP reward
+KINDS = ("train", "rollout", "eval")
 _CHILDREN: dict[int, subprocess.Popen] = {}     # processes this server started (reaped on poll)
 
 
-def jobs_dir(data_dir: Path) -> Path:
-    d = Path(data_dir) / "train"
+def jobs_dir(data_dir: Path, kind: str = "train") -> Path:
+    if kind not in KINDS:
+        raise ValueError(f"unknown job kind {kind!r}")
+    d = Path(data_dir) / ("train" if kind == "train" else f"jobs/{kind}")
     d.mkdir(parents=True, exist_ok=True)
     return d
 
 
 def group_pids(pgid: int) -> list[int]:
-    """Live (non-zombie) processes in process group `pgid`, from /proc."""
+    """Live (non-zombie) processes in process group `pgid`."""
     out = []
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
+    for p in psutil.process_iter():
         try:
-            stat = (p / "stat").read_text()
-        except OSError:
+            if os.getpgid(p.pid) == pgid and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p.pid)
+        except (psutil.Error, ProcessLookupError, PermissionError):
             continue
-        # fields after the ")" of the command name: state ppid pgrp ...
-        rest = stat[stat.rfind(")") + 2:].split()
-        if len(rest) > 2 and rest[0] != "Z" and int(rest[2]) == pgid:
-            out.append(int(p.name))
     return out
 
 
@@ -60,25 +64,32 @@ def _reap(pid: int, wait_s: float = 0.0) -> None:
         _CHILDREN.pop(pid, None)
 
 
-def active(data_dir: Path) -> dict | None:
-    """The current (or last) launched run: active.json plus `alive` (any process of its group left)
-    and the trainer's status.json. None when nothing was ever launched."""
-    f = jobs_dir(data_dir) / "active.json"
+def active(data_dir: Path, kind: str = "train") -> dict | None:
+    """The current (or last) job of a kind: its active.json plus `alive` (any process of its group
+    left) and, for training, the trainer's status.json; for rollout/eval the progress parsed from
+    the console log. None when nothing of that kind was ever launched."""
+    f = jobs_dir(data_dir, kind) / "active.json"
     try:
         job = json.loads(f.read_text())
     except (OSError, json.JSONDecodeError):
         return None
     _reap(job["pid"])
     job["alive"] = bool(group_pids(job["pgid"]))
-    from mvp_core.grpo.rundir import read_status
-    job["status"] = read_status(job["run_dir"])
+    if kind == "train":
+        from mvp_core.grpo.rundir import read_status
+        job["status"] = read_status(job["run_dir"])
+    else:
+        job["progress"] = progress(job["log"])
+        job["status"] = {"state": "running" if job["alive"] else _exit_state(job)}
     return job
 
 
 def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str, overrides: list[str],
-           user: str) -> dict:
-    """Validate the settings, snapshot the set into a new run directory and start `mvp train`.
-    Refused while another launched run is alive."""
+           user: str, trainer: str = "grpo") -> dict:
+    """Validate the settings (model directory included), snapshot the set into a new run directory
+    and start `mvp train` (GRPO) or `mvp sft`. Refused while another training run is alive; a
+    refused launch leaves no run directory behind."""
+    from app.web.models_known import check_model
     from db.sets import set_lines
     from mvp_core.config import parse_overrides, parse_yaml_mapping
     from mvp_core.grpo.config import GRPOConfig
@@ -86,15 +97,16 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
     data_dir = Path(data_dir)
     if not set_name:
         raise UserError("choose a curated set")
-    if not model:
-        raise UserError("give a model path")
+    check_model(model)
+    if trainer not in ("grpo", "sft"):
+        raise UserError(f"trainer must be grpo or sft, not {trainer!r}")
     base = parse_yaml_mapping(yaml_text or "", "config")
     with open(jobs_dir(data_dir) / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)          # two clicks at once still start one run
         cur = active(data_dir)
         if cur and cur["alive"]:
             raise UserError(f"a run is already going ({Path(cur['run_dir']).name}); stop it first")
-        run_dir = data_dir / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{_slug(set_name)}"
+        run_dir = data_dir / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{trainer}-{_slug(set_name)}"
         fixed = [f"model={model}", f"output_dir={run_dir}", f"puzzles={run_dir / 'puzzles.jsonl'}",
                  f"data_dir={data_dir}", f"set_name={set_name}"]
         cfg = GRPOConfig.from_values(base, parse_overrides(overrides + fixed))
@@ -105,26 +117,99 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
         run_dir.mkdir(parents=True)
         (run_dir / "puzzles.jsonl").write_text("".join(line + "\n" for line in lines))
         (run_dir / "launch.yaml").write_text(cfg.to_yaml())
-        cmd = [sys.executable, "-m", "app.cli", "train", str(run_dir / "launch.yaml")]
-        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
-        with open(run_dir / "console.log", "ab") as out:
-            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
-        _CHILDREN[proc.pid] = proc
-        job = {"run_dir": str(run_dir), "pid": proc.pid, "pgid": os.getpgid(proc.pid), "set": set_name,
-               "model": model, "user": user, "started": time.time(), "cmd": cmd}
-        tmp = jobs_dir(data_dir) / ".active.json.tmp"
-        tmp.write_text(json.dumps(job))
-        os.replace(tmp, jobs_dir(data_dir) / "active.json")
+        cmd = [sys.executable, "-m", "app.cli", "train" if trainer == "grpo" else "sft",
+               str(run_dir / "launch.yaml")]
+        job = _spawn(data_dir, "train", cmd, run_dir / "console.log",
+                     {"run_dir": str(run_dir), "set": set_name, "model": model, "user": user,
+                      "trainer": trainer, "settings": {"overrides": overrides}})
     return job
 
 
-def stop(data_dir: Path, grace_s: float = 30.0) -> str:
-    """SIGTERM the run's whole process group (the trainer saves a checkpoint and exits), then
-    SIGKILL whatever is left after `grace_s`. Returns a one-line outcome."""
-    job = active(data_dir)
+def launch_eval(data_dir: Path, db_url: str, *, kind: str, run_id: str, checkpoint: str, set_name: str,
+                split: str, user: str, num_generations: int = 8, max_new_tokens: int = 24,
+                limit: int | None = None) -> dict:
+    """Start `mvp rollout` (G sampled answers per puzzle) or `mvp eval` (one greedy answer, the
+    report with baselines) of a run's checkpoint on a set split; one job of each kind at a time."""
+    if kind not in ("rollout", "eval"):
+        raise UserError(f"job kind must be rollout or eval, not {kind!r}")
+    if not run_id or not checkpoint:
+        raise UserError("choose a run and a checkpoint")
+    if not set_name:
+        raise UserError("choose a curated set")
+    data_dir = Path(data_dir)
+    with open(jobs_dir(data_dir, kind) / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        cur = active(data_dir, kind)
+        if cur and cur["alive"]:
+            raise UserError(f"a {kind} job is already going ({cur['label']}); stop it first")
+        cmd = [sys.executable, "-m", "app.cli", kind, "--run", run_id, "--checkpoint", checkpoint,
+               "--set", set_name, "--data", str(data_dir), "--db", db_url, "--threads", "1",
+               "--max-new-tokens", str(int(max_new_tokens))]
+        if split:
+            cmd += ["--split", split]
+        if kind == "rollout":
+            cmd += ["-G", str(int(num_generations))]
+        if limit:
+            cmd += ["--limit", str(int(limit))]
+        label = f"{run_id} · {'base' if checkpoint == 'base' else 'step ' + checkpoint} · {set_name}" + \
+            (f"/{split}" if split else "")
+        log = jobs_dir(data_dir, kind) / f"{time.strftime('%Y%m%d-%H%M%S')}-{_slug(run_id)}.log"
+        return _spawn(data_dir, kind, cmd, log, {"run_id": run_id, "checkpoint": checkpoint, "set": set_name,
+                                                 "split": split, "user": user, "label": label})
+
+
+def _spawn(data_dir: Path, kind: str, cmd: list[str], log: Path, meta: dict) -> dict:
+    """Start `cmd` in its own session (so the whole tree can be signalled), output appended to
+    `log`, and record it as the kind's active job (atomically: a reader sees the old or the new)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    _CHILDREN[proc.pid] = proc
+    job = {**meta, "kind": kind, "pid": proc.pid, "pgid": os.getpgid(proc.pid), "log": str(log),
+           "started": time.time(), "cmd": cmd}
+    tmp = jobs_dir(data_dir, kind) / ".active.json.tmp"
+    tmp.write_text(json.dumps(job))
+    os.replace(tmp, jobs_dir(data_dir, kind) / "active.json")
+    return job
+
+
+def _exit_state(job: dict) -> str:
+    """done / failed / stopped for a finished rollout or eval job, from the end of its log."""
+    if job.get("stopped_by"):
+        return "stopped"
+    tail = log_tail(job["log"], 5)
+    return "failed" if ("error:" in tail or "Traceback" in tail) else "done"
+
+
+_PROGRESS = re.compile(r"(\d+)/(\d+) \[")
+
+
+def progress(log: str | Path) -> dict:
+    """{"done", "total"} from the last tqdm bar line in a job's log (0/0 before the first)."""
+    text = _read_end(Path(log))
+    found = _PROGRESS.findall(text)
+    done, total = (int(found[-1][0]), int(found[-1][1])) if found else (0, 0)
+    return {"done": done, "total": total}
+
+
+def may_stop(job: dict, user: str | None, role: str | None) -> bool:
+    return role == "admin" or (user is not None and job.get("user") == user)
+
+
+def stop(data_dir: Path, grace_s: float = 30.0, *, kind: str = "train", user: str | None = None,
+         role: str | None = "admin") -> str:
+    """SIGTERM the job's whole process group (a trainer saves a checkpoint and exits), then
+    SIGKILL whatever is left after `grace_s`. Only the launcher or an admin may stop a job.
+    Returns a one-line outcome."""
+    job = active(data_dir, kind)
     if not job or not job["alive"]:
-        return "no run is going"
+        return f"no {'run' if kind == 'train' else kind + ' job'} is going"
+    if not may_stop(job, user, role):
+        raise UserError(f"only {job.get('user')} (who launched it) or an admin may stop it")
+    name = Path(job["run_dir"]).name if kind == "train" else job["label"]
+    if kind != "train":
+        _record(data_dir, kind, stopped_by=user)
     pgid = job["pgid"]
     _signal_group(pgid, signal.SIGTERM)
     deadline = time.time() + grace_s
@@ -132,7 +217,7 @@ def stop(data_dir: Path, grace_s: float = 30.0) -> str:
         _reap(job["pid"])
         if not group_pids(pgid):
             _reap(job["pid"], wait_s=5.0)
-            return f"stopped {Path(job['run_dir']).name} (checkpoint saved)"
+            return f"stopped {name}" + (" (checkpoint saved)" if kind == "train" else "")
         time.sleep(0.2)
     _signal_group(pgid, signal.SIGKILL)
     for _ in range(50):
@@ -141,7 +226,16 @@ def stop(data_dir: Path, grace_s: float = 30.0) -> str:
             _reap(job["pid"], wait_s=5.0)
             break
         time.sleep(0.1)
-    return f"killed {Path(job['run_dir']).name} (it did not stop within {grace_s:.0f}s)"
+    return f"killed {name} (it did not stop within {grace_s:.0f}s)"
+
+
+def _record(data_dir: Path, kind: str, **fields) -> None:
+    f = jobs_dir(data_dir, kind) / "active.json"
+    job = json.loads(f.read_text())
+    job.update(fields)
+    tmp = f.with_name(".active.json.tmp")
+    tmp.write_text(json.dumps(job))
+    os.replace(tmp, f)
 
 
 def _signal_group(pgid: int, sig) -> None:
@@ -155,17 +249,22 @@ def _slug(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "-" for c in name)[:40] or "set"
 
 
-def log_tail(run_dir: str | Path, n: int = 40) -> str:
-    """The last n lines of the process output (console.log holds the trainer's lines and any
-    traceback)."""
-    f = Path(run_dir) / "console.log"
+def _read_end(f: Path, size: int = 64 * 1024) -> str:
     try:
         with open(f, "rb") as fh:
             fh.seek(0, 2)
-            size = fh.tell()
-            fh.seek(max(0, size - 64 * 1024))
-            text = fh.read().decode("utf-8", "replace")
+            end = fh.tell()
+            fh.seek(max(0, end - size))
+            return fh.read().decode("utf-8", "replace")
     except OSError:
         return ""
-    lines = [ln for ln in text.splitlines() if "it/s]" not in ln]   # drop progress-bar noise
+
+
+def log_tail(path: str | Path, n: int = 40) -> str:
+    """The last n lines of a job's output: a run directory's console.log (the trainer's lines and
+    any traceback) or a job log file. Progress-bar redraws are dropped."""
+    p = Path(path)
+    text = _read_end(p / "console.log" if p.is_dir() else p)
+    lines = [ln.rsplit("\r", 1)[-1] for ln in text.splitlines()]
+    lines = [ln for ln in lines if ln and "it/s]" not in ln and "s/it]" not in ln]
     return "\n".join(lines[-n:])

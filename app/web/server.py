@@ -20,7 +20,7 @@ from fastapi.staticfiles import StaticFiles
 from app.web.auth import COOKIE, PAGE_ROLES, SESSION_TTL_S, Auth
 from app.web.common import WebContext, esc
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]   # the repository root
 STATIC_DIR = ROOT / "static"
 HEAD = ('<link rel="stylesheet" href="/static/studio.css">'
         '<script src="/static/curate.js" defer></script><script src="/static/hotkeys.js" defer></script>')

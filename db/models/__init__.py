@@ -4,7 +4,7 @@
 from db.models.base import Base, BigId, utcnow
 from db.models.curation import (User, Setting, PuzzleVerdict, OptionVerdict, VerdictEvent, Lease, ReviewState, CuratedSet, SetItem)
 from db.models.media import Option, Puzzle, SynthFile, Video
-from db.models.runs import Run, Checkpoint, Rollout
+from db.models.runs import Run, Checkpoint, Rollout, Evaluation
 
 __all__ = ["Base", "BigId", "utcnow", "Option", "Puzzle", "SynthFile", "Video",
-           "User", "Setting", "PuzzleVerdict", "OptionVerdict", "VerdictEvent", "Lease", "ReviewState", "CuratedSet", "SetItem", "Run", "Checkpoint", "Rollout"]
+           "User", "Setting", "PuzzleVerdict", "OptionVerdict", "VerdictEvent", "Lease", "ReviewState", "CuratedSet", "SetItem", "Run", "Checkpoint", "Rollout", "Evaluation"]

@@ -55,5 +55,26 @@ class Rollout(Base):
     exact: Mapped[float] = mapped_column(Float)
     total: Mapped[float] = mapped_column(Float)
     advantage: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # The set (and split) whose record the model answered: its option letters are the set's.
+    set_name: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    split: Mapped[str | None] = mapped_column(String(16), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     __table_args__ = (UniqueConstraint("run_id", "checkpoint_id", "puzzle_id", "sample_index"),)
+
+
+class Evaluation(Base):
+    """One `mvp eval` of a run's checkpoint (NULL = the run's base model) on a set split: the whole
+    report (groups by distractor kind and hardness, the shortcut baselines, every answer) as JSON.
+    Writers replace an existing row with the same key (db/evaluations.py): NULLs again."""
+    __tablename__ = "evaluations"
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    checkpoint_id: Mapped[int | None] = mapped_column(ForeignKey("checkpoints.id", ondelete="CASCADE"),
+                                                      nullable=True, index=True)
+    set_name: Mapped[str] = mapped_column(String(128))
+    split: Mapped[str] = mapped_column(String(16), default="")          # "" = the whole set
+    n_puzzles: Mapped[int] = mapped_column(Integer)
+    exact: Mapped[float] = mapped_column(Float)
+    total: Mapped[float] = mapped_column(Float)
+    report: Mapped[dict] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,29 +1,46 @@
-"""The training page (researchers and admins): choose a curated set, a model path and the main GRPO
-settings on top of a YAML config shown in full, launch `mvp train` as its own process, watch
-reward (and each term), KL, step time and the log tail refresh on a timer, stop the run.
+"""The training page (researchers and admins): SFT or GRPO (GRPO may start from an SFT checkpoint)
+on a curated set, a model picked from the local models the studio knows (checked before launch:
+a wrong path is one clear line and leaves no run folder), the reward function a visible choice
+(default: the real MVP reward, from configs/web.yaml), the main settings over a YAML config shown
+in full; then live charts of reward (and each term, and held-out eval reward when the trainer logs
+it), KL and step time, drawn in the same tab on a 1 s timer; the log follows its end; stop.
 
-The web app calls `build_train_page(ctx)` inside its Blocks for the /train mount (app/web/server.py).
 Runs outlive the page and the server: the page re-attaches to whatever DATA/train/active.json
-names (app/web/jobs.py)."""
+names (app/web/jobs.py) and shows that run's settings in the form. Past runs, their curves
+overlaid, and each run's sampled completions are in app/web/pages/train_runs.py below the form."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import gradio as gr
-import pandas as pd
 
 from app.web import jobs as train_jobs
 from app.web.common import WebContext, esc, guard, msg_html
+from app.web.svg_chart import line_chart
 
 PAGE = "train"
-REFRESH_S = 2.0
+REFRESH_S = 1.0
 TERMS = ("format", "selection", "order", "exact")
+EVAL_KEYS = ("eval_reward", "eval_exact", "eval_format")
+FORM_KEYS = ("reward", "max_steps", "num_generations", "learning_rate", "loss_type", "beta",
+             "max_completion_length")
 
 
 def default_yaml() -> str:
-    """configs/tiny.yaml resolved, every key with its documentation (the form overrides the top keys)."""
+    """configs/web.yaml resolved, every key with its documentation (the form overrides the top keys)."""
     from mvp_core.grpo.config import documented_yaml, load_config
     return documented_yaml(load_config(train_jobs.DEFAULT_CONFIG))
+
+
+def defaults() -> dict:
+    from mvp_core.grpo.config import load_config
+    cfg = load_config(train_jobs.DEFAULT_CONFIG)
+    return {k: getattr(cfg, k) for k in FORM_KEYS}
+
+
+def sft_available() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("app.cli.sft") is not None
 
 
 def set_choices(ctx: WebContext) -> list[str]:
@@ -32,23 +49,41 @@ def set_choices(ctx: WebContext) -> list[str]:
         return [x["name"] for x in list_sets(s)]
 
 
-def default_model(ctx: WebContext) -> str:
-    tiny = Path(ctx.data_dir) / "tiny-model"
-    return str(tiny) if (tiny / "config.json").is_file() else ""
+def model_choices(ctx: WebContext) -> list[tuple[str, str]]:
+    from app.web.models_known import known_models
+    return known_models(ctx.Session, ctx.data_dir)
 
 
-def metric_frames(run_dir: str | None):
-    """(reward and terms, KL, step time) long-format DataFrames for the line plots, and the rows."""
-    from mvp_core.grpo.rundir import read_metrics
-    rows = read_metrics(run_dir) if run_dir else []
-    reward = [{"step": r["step"], "value": r["reward"], "series": "reward"} for r in rows]
+def job_settings(job: dict | None) -> dict | None:
+    """The launched run's settings (launch.yaml), to put back into the form after a reload."""
+    if not job:
+        return None
+    import yaml
+    try:
+        cfg = yaml.safe_load((Path(job["run_dir"]) / "launch.yaml").read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return None
+    return {**{k: cfg.get(k) for k in FORM_KEYS}, "model": cfg.get("model"), "set": job.get("set"),
+            "trainer": job.get("trainer", "grpo")}
+
+
+def charts(rows: list[dict]) -> tuple[str, str, str]:
+    """(reward and its terms + held-out eval, KL, step time) as SVG charts."""
+    series = {"reward": [(r["step"], r["reward"]) for r in rows if "reward" in r]}
     for t in TERMS:
-        reward += [{"step": r["step"], "value": r[f"reward/{t}"], "series": t} for r in rows]
-    kl = [{"step": r["step"], "value": r["kl"], "series": "kl"} for r in rows]
-    step = [{"step": r["step"], "value": r["step_s"], "series": "step s"} for r in rows]
-    empty = pd.DataFrame({"step": [], "value": [], "series": []})
-    return ((pd.DataFrame(reward) if reward else empty), (pd.DataFrame(kl) if kl else empty),
-            (pd.DataFrame(step) if step else empty), rows)
+        series[t] = [(r["step"], r[f"reward/{t}"]) for r in rows if f"reward/{t}" in r]
+    for k in EVAL_KEYS:
+        pts = [(r["step"], r[k]) for r in rows if r.get(k) is not None]
+        if pts:
+            series[f"held-out {k.removeprefix('eval_')}"] = pts
+    series = {k: v for k, v in series.items() if v}
+    reward = line_chart(series, title="Reward and its terms (dashed: held-out eval)", elem_id="train-reward-chart",
+                        y_range=(0, 1), dashed=tuple(k for k in series if k.startswith("held-out")))
+    kl = line_chart({"kl": [(r["step"], r["kl"]) for r in rows if "kl" in r]}, title="KL to the reference",
+                    elem_id="train-kl-chart", empty="no data yet (KL is 0 while beta is 0)")
+    step = line_chart({"step s": [(r["step"], r["step_s"]) for r in rows if "step_s" in r]},
+                      title="Step time (s)", elem_id="train-time-chart")
+    return reward, kl, step
 
 
 def status_html(job: dict | None, rows: list[dict]) -> str:
@@ -60,35 +95,59 @@ def status_html(job: dict | None, rows: list[dict]) -> str:
         state = "died"            # the process is gone without writing an end state
     step = rows[-1]["step"] if rows else 0
     last = rows[-1] if rows else {}
-    reward = f" · reward {last['reward']:.3f}" if last else ""
+    reward = f" · reward {last['reward']:.3f}" if "reward" in last else ""
     return (f'<div id="train-state" data-state="{esc(state)}" data-step="{step}" data-pid="{job["pid"]}" '
             f'data-pgid="{job["pgid"]}" data-run="{esc(job["run_dir"])}">'
-            f'<b>{esc(state)}</b> · {esc(Path(job["run_dir"]).name)} · set {esc(job["set"])} · '
-            f'step {step}/{esc(st.get("max_steps", "?"))}{reward} · pid {job["pid"]} · by {esc(job["user"])}</div>')
+            f'<b>{esc(state)}</b> · {esc(job.get("trainer", "grpo")).upper()} · {esc(Path(job["run_dir"]).name)} · '
+            f'set {esc(job["set"])} · step {step}/{esc(st.get("max_steps", "?"))}{reward} · pid {job["pid"]} · '
+            f'by {esc(job["user"])}</div>')
 
 
 def metrics_table(rows: list[dict]) -> str:
-    cols = ("step", "reward", "reward_std", "kl", "completion_length", "grad_norm", "step_s")
-    head = "".join(f"<th>{c}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{r[c]:.4g}</td>" if isinstance(r[c], float) else f"<td>{r[c]}</td>"
-                                    for c in cols) + "</tr>" for r in rows[-8:])
+    cols = [c for c in ("step", "reward", "reward_std", "reward/exact", "kl", "completion_length", "grad_norm",
+                        "step_s", "eval_reward") if any(c in r for r in rows)] or ["step"]
+    head = "".join(f"<th>{esc(c)}</th>" for c in cols)
+    cell = lambda v: f"<td>{v:.4g}</td>" if isinstance(v, float) else f"<td>{esc('' if v is None else v)}</td>"  # noqa: E731
+    body = "".join("<tr>" + "".join(cell(r.get(c)) for c in cols) + "</tr>" for r in rows[-8:])
     return f'<table id="train-metrics-table" class="mvp-table"><tr>{head}</tr>{body}</table>'
+
+
+def log_html(text: str) -> str:
+    # column-reverse keeps the box scrolled to its end as lines arrive (no script needed)
+    return f'<div class="mvp-log" id="train-log-box"><pre id="train-log">{esc(text)}</pre></div>'
+
+
+def snapshot(ctx: WebContext) -> list:
+    from mvp_core.grpo.rundir import read_metrics
+    job = train_jobs.active(ctx.data_dir)
+    rows = read_metrics(job["run_dir"]) if job else []
+    tail = train_jobs.log_tail(job["run_dir"]) if job else ""
+    return [status_html(job, rows), *charts(rows), metrics_table(rows), log_html(tail)]
 
 
 def build_train_page(ctx: WebContext) -> None:
     """Add the page's components to the Blocks being built (app/web/server.py wraps it with the nav bar)."""
-    gr.Markdown("## GRPO training\nSettings below override the YAML; the run is `mvp train` in its own process.")
+    d = defaults()
+    gr.Markdown("## Training\nThe form's settings override the YAML below; the run is `mvp train` (GRPO) or "
+                "`mvp sft` in its own process, writing a run directory under DATA/runs/.")
     with gr.Row():
+        trainer = gr.Radio(label="Trainer", choices=[("GRPO", "grpo")] + ([("SFT", "sft")] if sft_available() else []),
+                           value="grpo", elem_id="train-trainer", scale=1)
         set_dd = gr.Dropdown(label="Curated set", choices=[], elem_id="train-set", scale=2)
-        model = gr.Textbox(label="Model path", elem_id="train-model", scale=3)
+        model = gr.Dropdown(label="Model (local models and trained checkpoints; or type a path)", choices=[],
+                            allow_custom_value=True, elem_id="train-model", scale=4)
     with gr.Row():
-        max_steps = gr.Number(label="max_steps", value=20, precision=0, elem_id="train-max-steps")
-        num_gen = gr.Number(label="num_generations (G)", value=4, precision=0, elem_id="train-G")
-        lr = gr.Number(label="learning_rate", value=1e-3, elem_id="train-lr")
-        loss_type = gr.Dropdown(label="loss_type", choices=["dapo", "grpo", "dr_grpo", "bnpo"], value="dapo",
+        from mvp_core.grpo.config import LOSS_TYPES, REWARDS
+        reward = gr.Dropdown(label="Reward function", choices=list(REWARDS), value=d["reward"], elem_id="train-reward",
+                             info="mvp: the fine-grained MVP reward; format / mentions_label: smoke tests only")
+        max_steps = gr.Number(label="max_steps", value=d["max_steps"], precision=0, elem_id="train-max-steps")
+        num_gen = gr.Number(label="num_generations (G)", value=d["num_generations"], precision=0, elem_id="train-G")
+        lr = gr.Number(label="learning_rate", value=d["learning_rate"], elem_id="train-lr")
+        loss_type = gr.Dropdown(label="loss_type", choices=list(LOSS_TYPES), value=d["loss_type"],
                                 elem_id="train-loss-type")
-        beta = gr.Number(label="beta (KL)", value=0.0, elem_id="train-beta")
-        max_len = gr.Number(label="max_completion_length", value=24, precision=0, elem_id="train-max-len")
+        beta = gr.Number(label="beta (KL)", value=d["beta"], elem_id="train-beta")
+        max_len = gr.Number(label="max_completion_length", value=d["max_completion_length"], precision=0,
+                            elem_id="train-max-len")
     with gr.Accordion("Full config (YAML, every key documented)", open=False):
         config = gr.Code(value=default_yaml(), language="yaml", interactive=True, elem_id="train-config")
     with gr.Row():
@@ -97,49 +156,58 @@ def build_train_page(ctx: WebContext) -> None:
     msg = gr.HTML(elem_id="train-msg")
     status = gr.HTML(elem_id="train-status")
     with gr.Row():
-        reward_plot = gr.LinePlot(x="step", y="value", color="series", title="Reward and its terms",
-                                  elem_id="train-reward-plot", y_lim=[0, 1])
-        kl_plot = gr.LinePlot(x="step", y="value", color="series", title="KL to the reference", elem_id="train-kl-plot")
-        time_plot = gr.LinePlot(x="step", y="value", color="series", title="Step time (s)", elem_id="train-time-plot")
+        reward_plot = gr.HTML(elem_id="train-reward-plot")
+        kl_plot = gr.HTML(elem_id="train-kl-plot")
+        time_plot = gr.HTML(elem_id="train-time-plot")
     table = gr.HTML(elem_id="train-metrics")
-    log = gr.Textbox(label="Log (tail)", lines=14, max_lines=14, interactive=False, elem_id="train-log",
-                     autoscroll=True)
+    log = gr.HTML(elem_id="train-log-html")
     timer = gr.Timer(REFRESH_S)
     live = [status, reward_plot, kl_plot, time_plot, table, log]
+    form = [trainer, set_dd, model, reward, max_steps, num_gen, lr, loss_type, beta, max_len]
 
-    def snapshot():
-        job = train_jobs.active(ctx.data_dir)
-        rd, kd, td, rows = metric_frames(job["run_dir"] if job else None)
-        tail = train_jobs.log_tail(job["run_dir"]) if job else ""
-        return [status_html(job, rows), rd, kd, td, metrics_table(rows), tail]
+    from app.web.pages import train_runs
+    runs_ui = train_runs.build_runs_section(ctx)
 
     def on_load(request: gr.Request):
         with guard(ctx, request, PAGE):
-            sets = set_choices(ctx)
-            return [gr.update(choices=sets, value=sets[-1] if sets else None), default_model(ctx), *snapshot()]
+            from db.runs import sync_runs
+            sync_runs(ctx.Session, ctx.data_dir)
+            sets, models = set_choices(ctx), model_choices(ctx)
+            cur = job_settings(train_jobs.active(ctx.data_dir)) or {}
+            pick = lambda k, dflt: cur.get(k) if cur.get(k) is not None else dflt  # noqa: E731
+            vals = [gr.update(value=pick("trainer", "grpo")),
+                    gr.update(choices=sets, value=pick("set", sets[-1] if sets else None)),
+                    gr.update(choices=models, value=pick("model", models[0][1] if models else None)),
+                    *[gr.update(value=pick(k, d[k])) for k in FORM_KEYS]]
+            return [*vals, *snapshot(ctx)]
 
     def refresh(request: gr.Request):
         with guard(ctx, request, PAGE):
-            return snapshot()
+            return snapshot(ctx)
 
-    def on_launch(set_name, model_path, steps, g, lr_v, lt, beta_v, mlen, yaml_text, request: gr.Request):
+    def on_launch(tr, set_name, model_path, rw, steps, g, lr_v, lt, beta_v, mlen, yaml_text, request: gr.Request):
         with guard(ctx, request, PAGE):
-            overrides = [f"max_steps={int(steps)}", f"num_generations={int(g)}", f"learning_rate={lr_v}",
-                         f"loss_type={lt}", f"beta={beta_v}", f"max_completion_length={int(mlen)}"]
-            job = train_jobs.launch(ctx.data_dir, ctx.Session, set_name=set_name or "", model=(model_path or "").strip(),
-                                    yaml_text=yaml_text, overrides=overrides, user=request.username)
-            return [msg_html(f"launched {Path(job['run_dir']).name} (pid {job['pid']})"), *snapshot()]
+            overrides = [f"reward={rw}", f"max_steps={int(steps)}", f"num_generations={int(g)}",
+                         f"learning_rate={lr_v}", f"loss_type={lt}", f"beta={beta_v}",
+                         f"max_completion_length={int(mlen)}"]
+            job = train_jobs.launch(ctx.data_dir, ctx.Session, set_name=set_name or "",
+                                    model=(model_path or "").strip(), yaml_text=yaml_text, overrides=overrides,
+                                    user=request.username, trainer=tr or "grpo")
+            return [msg_html(f"launched {Path(job['run_dir']).name} (pid {job['pid']})"), *snapshot(ctx)]
 
     def on_stop(request: gr.Request):
         with guard(ctx, request, PAGE):
-            return [msg_html(train_jobs.stop(ctx.data_dir)), *snapshot()]
+            text = train_jobs.stop(ctx.data_dir, user=request.username, role=ctx.auth.role_of(request.username))
+            from db.runs import sync_runs
+            sync_runs(ctx.Session, ctx.data_dir)
+            return [msg_html(text), *snapshot(ctx)]
 
     # The Blocks being built (the web app's, or `build` below): the page's own load event.
     page = gr.context.Context.root_block
-    page.load(on_load, None, [set_dd, model, *live])
+    page.load(on_load, None, [*form, *live])
+    page.load(runs_ui.load, None, runs_ui.outputs)
     timer.tick(refresh, None, live, show_progress="hidden")
-    launch_btn.click(on_launch, [set_dd, model, max_steps, num_gen, lr, loss_type, beta, max_len, config],
-                     [msg, *live], api_name="train_launch")
+    launch_btn.click(on_launch, [*form, config], [msg, *live], api_name="train_launch")
     stop_btn.click(on_stop, None, [msg, *live], api_name="train_stop")
 
 

@@ -1,0 +1,89 @@
+"""A trained set of per-layer energy models with its calibration, saved as one file.
+
+The file (torch.save, loaded with weights_only=True: tensors and plain values only) carries the
+model name, the decoder's hidden size and layer count, the layer indices, each layer's metrics and
+threshold, and the settings used, so a bank is never applied to the wrong model silently."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from mvp_core.errors import UserError
+from mvp_core.steer.config import EnergyConfig, SplitMetrics, SteerConfig
+from mvp_core.steer.energy import EnergyMLP
+
+FORMAT = "mvp-steer-energy/1"
+
+
+@dataclass
+class EnergyBank:
+    models: dict[int, EnergyMLP]
+    metrics: dict[int, SplitMetrics]
+    model_name: str
+    hidden_size: int
+    num_layers: int
+    energy_config: EnergyConfig
+    steer_config: SteerConfig = field(default_factory=SteerConfig)
+    extra: dict = field(default_factory=dict)
+
+    def ranking(self) -> list[int]:
+        """Layers, best first: validation accuracy, then test-free tie-break by lower layer index."""
+        return sorted(self.metrics, key=lambda li: (-self.metrics[li].val_acc, li))
+
+    def chosen_layers(self, cfg: SteerConfig | None = None) -> list[int]:
+        """The layers to steer, in layer order: cfg.layers if given, else the top-k by ranking."""
+        cfg = cfg or self.steer_config
+        if cfg.layers is not None:
+            missing = [li for li in cfg.layers if li not in self.models]
+            if missing:
+                raise UserError(f"no energy model for layer(s) {missing} (have {sorted(self.models)})")
+            return sorted(cfg.layers)
+        return sorted(self.ranking()[:cfg.top_k])
+
+    def energy(self, layer: int, x: torch.Tensor) -> torch.Tensor:
+        m = self.models[layer].eval()
+        with torch.no_grad():
+            return m(x.float())
+
+    def check_model(self, model) -> None:
+        from mvp_core.steer.layers import decoder_layers, hidden_size
+        h, n = hidden_size(model), len(decoder_layers(model))
+        if h != self.hidden_size or n != self.num_layers:
+            raise UserError(f"energy bank is for hidden size {self.hidden_size} x {self.num_layers} layers "
+                            f"({self.model_name}); this model has {h} x {n}")
+
+    def save(self, path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        blob = {"format": FORMAT, "model_name": self.model_name, "hidden_size": self.hidden_size,
+                "num_layers": self.num_layers, "layers": sorted(self.models),
+                "energy_config": self.energy_config.model_dump(), "steer_config": self.steer_config.model_dump(),
+                "metrics": {li: m.model_dump() for li, m in self.metrics.items()},
+                "state_dicts": {li: m.state_dict() for li, m in self.models.items()}, "extra": self.extra}
+        tmp = path.with_name(f".{path.name}.tmp")
+        torch.save(blob, tmp)
+        tmp.replace(path)   # atomic: a crash never leaves half a bank
+        return path
+
+    @classmethod
+    def load(cls, path) -> "EnergyBank":
+        path = Path(path)
+        if not path.is_file():
+            raise UserError(f"energy bank {path} does not exist")
+        try:
+            blob = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as e:  # noqa: BLE001 - any unpickling failure is a bad file
+            raise UserError(f"{path} is not an energy bank ({str(e).splitlines()[0][:120]})") from None
+        if not isinstance(blob, dict) or blob.get("format") != FORMAT:
+            raise UserError(f"{path} is not an energy bank (format {blob.get('format') if isinstance(blob, dict) else '?'})")
+        ecfg = EnergyConfig(**blob["energy_config"])
+        models = {}
+        for li in blob["layers"]:
+            m = EnergyMLP(blob["hidden_size"], ecfg.hidden, ecfg.dropout)
+            m.load_state_dict(blob["state_dicts"][li])
+            models[int(li)] = m.eval()
+        return cls(models=models, metrics={int(k): SplitMetrics(**v) for k, v in blob["metrics"].items()},
+                   model_name=blob["model_name"], hidden_size=blob["hidden_size"], num_layers=blob["num_layers"],
+                   energy_config=ecfg, steer_config=SteerConfig(**blob["steer_config"]), extra=blob.get("extra", {}))

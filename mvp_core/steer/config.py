@@ -1,0 +1,58 @@
+"""Settings for energy steering (docs/steer.md): collection, energy models and steering.
+
+Defaults are the published ELS settings where it has them (hidden 2048-1024-1024-512, dropout 0.15,
+InfoNCE tau 0.1, Adam 5e-5, batch 64, 120 epochs); the rest are this project's additions (splits,
+calibrated threshold, gate, balanced sampling)."""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class CollectConfig(BaseModel):
+    """How hidden states are read from a decoder."""
+    model_config = ConfigDict(extra="forbid")
+    batch_size: int = Field(16, ge=1, le=4096, description="prompts per forward pass (left-padded)")
+    max_length: int | None = Field(None, ge=1, description="truncate prompts to this many tokens (None: keep all)")
+    system: str | None = Field(None, description="system message for the chat template (None: the template's default)")
+
+
+class EnergyConfig(BaseModel):
+    """One MLP energy per layer, trained with InfoNCE (good states low, bad states high)."""
+    model_config = ConfigDict(extra="forbid")
+    hidden: list[int] = Field([2048, 1024, 1024, 512], min_length=1, max_length=8,
+                              description="hidden sizes; each is Linear -> LayerNorm -> SiLU -> Dropout")
+    dropout: float = Field(0.15, ge=0.0, lt=1.0, description="dropout after each hidden block (training only)")
+    tau: float = Field(0.1, gt=0.0, le=10.0, description="InfoNCE temperature: logits are -E / tau")
+    lr: float = Field(5e-5, gt=0.0, le=1.0, description="Adam learning rate")
+    batch_size: int = Field(64, ge=2, le=65536, description="states per InfoNCE batch (good and bad together)")
+    epochs: int = Field(120, ge=1, le=100000, description="passes over the training split; the best epoch by "
+                                                          "validation accuracy is kept")
+    val_frac: float = Field(0.15, gt=0.0, lt=0.5, description="share of states for validation (threshold, "
+                                                               "best epoch, layer ranking)")
+    test_frac: float = Field(0.15, gt=0.0, lt=0.5, description="share of states held out for the test report")
+    seed: int = Field(0, ge=0, description="seed for splits, initialisation and batch order")
+
+
+class SteerConfig(BaseModel):
+    """Inference-time steering: K normalised gradient steps on the top-k layers' input states."""
+    model_config = ConfigDict(extra="forbid")
+    top_k: int = Field(3, ge=1, le=512, description="steer the k layers ranked best by validation accuracy")
+    layers: list[int] | None = Field(None, description="explicit layer indices (overrides top_k)")
+    eta: float = Field(0.5, gt=0.0, le=100.0, description="step size of h <- h - eta * g / (||g|| + 1e-8)")
+    steps: int = Field(5, ge=1, le=1000, description="K: gradient steps per layer per forward call")
+    gate: bool = Field(False, description="steer a row only while its energy is above the calibrated threshold")
+
+
+class SplitMetrics(BaseModel):
+    """How well one layer's energy separates good from bad states."""
+    model_config = ConfigDict(extra="forbid")
+    layer: int = Field(..., ge=0, description="decoder layer index (its input state)")
+    best_epoch: int = Field(..., ge=0, description="epoch kept (by validation accuracy)")
+    threshold: float = Field(..., description="energy above which a state is called bad (calibrated on val)")
+    val_acc: float = Field(..., ge=0.0, le=1.0, description="validation accuracy at the threshold")
+    test_acc: float = Field(..., ge=0.0, le=1.0, description="test accuracy at the validation threshold")
+    test_auroc: float = Field(..., ge=0.0, le=1.0, description="test AUROC of energy for bad vs good")
+    val_acc_e0: float = Field(..., ge=0.0, le=1.0, description="validation accuracy at E = 0 (the published rule)")
+    n_train: int = Field(..., ge=0, description="training states")
+    n_val: int = Field(..., ge=0, description="validation states")
+    n_test: int = Field(..., ge=0, description="test states")

@@ -1,0 +1,104 @@
+"""Steer a decoder at inference: forward pre-hooks that move the state at position -1 down the energy.
+
+On each chosen layer (in layer order, so a later layer sees the already steered state) and at
+position -1 of every forward call (the last prompt token at prefill, each new token while decoding
+with the KV cache), K steps of h <- h - eta * g / (||g|| + 1e-8), g = dE/dh, with the energy model
+in eval mode (no dropout noise; the published code steers in train mode). The norm is per row, so a
+left-padded batch steers each row as if it were alone. With `gate`, a row is stepped only while
+its energy is above the layer's calibrated threshold. Hooks are removed on exit and on error."""
+from __future__ import annotations
+
+import torch
+
+from mvp_core.steer.bank import EnergyBank
+from mvp_core.steer.config import SteerConfig
+from mvp_core.steer.layers import decoder_layers, hidden_from_call, replace_hidden
+
+
+def descend(energy, x: torch.Tensor, eta: float, steps: int, threshold: float | None = None):
+    """(x after K normalised gradient steps, energy before [B], energy after [B], steps taken [B]).
+    `threshold`: step only rows whose current energy is above it."""
+    x = x.detach()
+    taken = torch.zeros(x.shape[0], dtype=torch.long, device=x.device)
+    e0 = None
+    for _ in range(steps):
+        x = x.detach().requires_grad_(True)
+        e = energy(x)
+        if e0 is None:
+            e0 = e.detach()
+        active = e.detach() > threshold if threshold is not None else torch.ones_like(taken, dtype=torch.bool)
+        if not bool(active.any()):
+            break
+        (g,) = torch.autograd.grad(e.sum(), x)
+        step = eta * g / (g.norm(dim=-1, keepdim=True) + 1e-8)
+        x = torch.where(active[:, None], x - step, x).detach()
+        taken += active.long()
+    with torch.no_grad():
+        e1 = energy(x)
+    return x.detach(), (e0 if e0 is not None else e1), e1, taken
+
+
+class Steering:
+    """Context manager: `with Steering(model, bank, cfg): model.generate(...)`.
+
+    enabled=False registers nothing (the plain model). record=True keeps, per forward call and layer,
+    the energies before and after the steps (`self.records`: dicts with call, layer, before, after,
+    steps; lists over the batch rows)."""
+
+    def __init__(self, model, bank: EnergyBank, cfg: SteerConfig | None = None, enabled: bool = True,
+                 record: bool = False):
+        self.model, self.bank = model, bank
+        self.cfg = cfg or bank.steer_config
+        self.enabled, self.record = enabled, record
+        self.layers = bank.chosen_layers(self.cfg)
+        self.records: list[dict] = []
+        self._handles: list = []
+        self._calls: dict[int, int] = {}
+
+    def _hook(self, layer: int):
+        energy = self.bank.models[layer]
+        thr = self.bank.metrics[layer].threshold if self.cfg.gate else None
+
+        def hook(_mod, args, kwargs):
+            h = hidden_from_call(args, kwargs)
+            # generate() runs under no_grad / inference_mode; the steps need a graph on a fresh tensor.
+            with torch.inference_mode(False), torch.enable_grad():
+                x0 = h[:, -1, :].clone().float()
+                x, e0, e1, taken = descend(energy, x0, self.cfg.eta, self.cfg.steps, thr)
+                new = h.clone()
+                new[:, -1, :] = x.to(h.dtype)
+            if self.record:
+                call = self._calls.get(layer, 0)
+                self._calls[layer] = call + 1
+                self.records.append({"call": call, "layer": layer, "before": e0.cpu().tolist(),
+                                     "after": e1.cpu().tolist(), "steps": taken.cpu().tolist()})
+            return replace_hidden(args, kwargs, new)
+        return hook
+
+    def __enter__(self) -> "Steering":
+        if not self.enabled:
+            return self
+        self.bank.check_model(self.model)
+        mods = decoder_layers(self.model)
+        device = next(self.model.parameters()).device
+        try:
+            for li in self.layers:
+                self.bank.models[li].to(device=device, dtype=torch.float32).eval()
+                self._handles.append(mods[li].register_forward_pre_hook(self._hook(li), with_kwargs=True))
+        except BaseException:
+            self.remove()
+            raise
+        return self
+
+    def remove(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+    def __exit__(self, *exc) -> bool:
+        self.remove()
+        return False
+
+    def prefill_energies(self) -> dict[int, dict]:
+        """Per layer, the first call's energies (the prompt's last token): {layer: {before, after, steps}}."""
+        return {r["layer"]: r for r in self.records if r["call"] == 0}
