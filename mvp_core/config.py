@@ -46,8 +46,9 @@ class _NoAliasLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
-def parse_yaml_mapping(text: str, source: str = "config") -> dict:
-    """The mapping a YAML config text holds ({} for an empty text); one-line UserError otherwise."""
+def parse_yaml_mapping(text: str, source: str = "config", ignore: tuple = IGNORED_KEYS) -> dict:
+    """The mapping a YAML config text holds ({} for an empty text), without the `ignore` keys;
+    one-line UserError otherwise."""
     if len(text.encode("utf-8", "replace")) > MAX_CONFIG_BYTES:
         raise UserError(f"{source} is larger than {MAX_CONFIG_BYTES // 1024} KiB; a config is a short mapping")
     loader = _NoAliasLoader(text)
@@ -62,12 +63,12 @@ def parse_yaml_mapping(text: str, source: str = "config") -> dict:
         return {}
     if not isinstance(loaded, dict):
         raise UserError(f"{source} must hold a mapping of config keys, not a {type(loaded).__name__}")
-    for key in IGNORED_KEYS:
+    for key in ignore:
         loaded.pop(key, None)
     return loaded
 
 
-def load_yaml_mapping(path: str | Path) -> dict:
+def load_yaml_mapping(path: str | Path, ignore: tuple = IGNORED_KEYS) -> dict:
     """The mapping a YAML config file holds; a missing, huge or malformed file is a one-line UserError."""
     p = Path(path)
     if not p.is_file():
@@ -78,7 +79,7 @@ def load_yaml_mapping(path: str | Path) -> dict:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise UserError(f"cannot read config file {p} ({e})") from None
-    return parse_yaml_mapping(text, str(p))
+    return parse_yaml_mapping(text, str(p), ignore)
 
 
 def parse_overrides(items: list[str]) -> dict:
@@ -167,7 +168,7 @@ class DocumentedConfig(BaseModel):
         return yaml.safe_dump({**extra, **d} if extra else d, sort_keys=False)
 
     @classmethod
-    def documented_yaml(cls, cfg: "DocumentedConfig | None" = None) -> str:
+    def documented_yaml(cls, cfg: DocumentedConfig | None = None) -> str:
         """The config as YAML with each key's documentation as a comment above it."""
         cfg = cfg if cfg is not None else cls()
         lines = []
@@ -185,7 +186,7 @@ class DocumentedConfig(BaseModel):
         return cls.from_values(load_yaml_mapping(path) if path else {}, parse_overrides(overrides or []))
 
     @classmethod
-    def from_values(cls, *layers: dict, base: "DocumentedConfig | None" = None):
+    def from_values(cls, *layers: dict, base: DocumentedConfig | None = None):
         """Merge `layers` (later wins; a mapping-valued key merges into the one below) over `base`
         (or the defaults) and validate the result; a bad key or value is a one-line UserError."""
         values = base.model_dump() if base is not None else {}

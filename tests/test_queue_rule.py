@@ -12,8 +12,8 @@ import pytest
 
 from db import review
 from db.models import utcnow
-from db.review.queue_rule import LeaseRow, QueueState, reference_next
 from db.models.curation import User
+from db.review.queue_rule import LeaseRow, QueueState, reference_next
 
 LEASE_S = 30.0
 

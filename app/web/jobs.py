@@ -90,7 +90,7 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
     and start `mvp train` (GRPO) or `mvp sft`. Refused while another training run is alive; a
     refused launch leaves no run directory behind."""
     from app.web.models_known import check_model
-    from db.sets import set_lines
+    from db.sets import snapshot_set
     from mvp_core.config import parse_overrides, parse_yaml_mapping
     from mvp_core.grpo.config import GRPOConfig
 
@@ -110,12 +110,8 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
         fixed = [f"model={model}", f"output_dir={run_dir}", f"puzzles={run_dir / 'puzzles.jsonl'}",
                  f"data_dir={data_dir}", f"set_name={set_name}"]
         cfg = GRPOConfig.from_values(base, parse_overrides(overrides + fixed))
-        with Session() as s:
-            lines = set_lines(s, set_name)
-        if not lines:
-            raise UserError(f"curated set {set_name!r} holds no puzzles")
-        run_dir.mkdir(parents=True)
-        (run_dir / "puzzles.jsonl").write_text("".join(line + "\n" for line in lines))
+        with Session() as s:     # refuses an empty or unknown set before writing anything
+            snapshot_set(s, set_name, run_dir / "puzzles.jsonl")
         (run_dir / "launch.yaml").write_text(cfg.to_yaml())
         cmd = [sys.executable, "-m", "app.cli", "train" if trainer == "grpo" else "sft",
                str(run_dir / "launch.yaml")]

@@ -156,7 +156,7 @@ class GRPOConfig(DocumentedConfig):
     def completions_per_process(self) -> int:
         return self.per_device_train_batch_size * self.gradient_accumulation_steps
 
-    def validate(self) -> "GRPOConfig":
+    def validate(self) -> GRPOConfig:
         """Kept for callers of the dataclass era: a GRPOConfig is validated when built and assigned."""
         return self
 
@@ -185,5 +185,17 @@ def documented_yaml(cfg: GRPOConfig | None = None) -> str:
     return GRPOConfig.documented_yaml(cfg)
 
 
-__all__ = ["GRPOConfig", "documented_yaml", "field_docs", "from_dict", "load_config", "parse_overrides",
-           "to_yaml", "LOSS_TYPES", "SCALE_REWARDS", "LR_SCHEDULES", "BF16_MODES", "REWARDS"]
+__all__ = [
+    "BF16_MODES",
+    "LOSS_TYPES",
+    "LR_SCHEDULES",
+    "REWARDS",
+    "SCALE_REWARDS",
+    "GRPOConfig",
+    "documented_yaml",
+    "field_docs",
+    "from_dict",
+    "load_config",
+    "parse_overrides",
+    "to_yaml",
+]
