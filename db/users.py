@@ -1,17 +1,65 @@
-"""Users and passwords (argon2id via argon2-cffi). Roles: curator, researcher, admin."""
+"""Users and passwords (argon2id via argon2-cffi). Roles: curator, researcher, admin.
+
+The one validation of user names and passwords lives here (`check_name`, `check_password`); every path
+that creates a user or changes a password or role goes through `add_user` / `set_password` /
+`set_role` (the `mvp users` CLI, the admin page, `mvp demo`), and a password or role change revokes
+the user's web sessions. `verify` costs one argon2 hash whether or not the user exists, so the answer
+time does not tell which names exist (docs/web.md, "Sessions and login")."""
 from __future__ import annotations
 
 import secrets
+import unicodedata
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from db.models.auth import WebSession
 from db.models.curation import ROLES, User
 from mvp_core.errors import UserError
 
 _hasher = PasswordHasher()   # argon2-cffi's defaults (argon2id, RFC 9106 low-memory profile)
+NAME_MAX = 64
+PASSWORD_MIN = 10            # NIST SP 800-63B asks for at least 8; one policy for every path
+PASSWORD_MAX = 256           # long enough for any passphrase, short enough to hash cheaply
+# Unicode categories a user name may not contain: controls (NUL, tab, newline), format characters
+# (bidi overrides such as U+202E, zero-width joiners), surrogates, private use, unassigned, and
+# line/paragraph separators. Plain spaces are allowed inside a name, not at its ends.
+_BAD_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+# A valid argon2 hash of a random password: verified against when the user does not exist.
+_DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))
+
+
+def check_name(name) -> str:
+    """The user name, NFC-normalised, or UserError with the one thing wrong with it."""
+    if not isinstance(name, str):
+        raise UserError("user name must be text")
+    name = unicodedata.normalize("NFC", name)
+    if not name or len(name) > NAME_MAX:
+        raise UserError(f"user name must be 1-{NAME_MAX} characters")
+    for ch in name:
+        if unicodedata.category(ch) in _BAD_CATEGORIES or (ch.isspace() and ch != " "):
+            raise UserError(f"user name may not contain control, formatting or bidi characters "
+                            f"(found U+{ord(ch):04X})")
+    if name != name.strip(" "):
+        raise UserError("user name may not start or end with a space")
+    return name
+
+
+def check_password(password, name: str | None = None) -> str:
+    """The password, or UserError: PASSWORD_MIN-PASSWORD_MAX characters, not the user name."""
+    if not isinstance(password, str) or not password:
+        raise UserError("empty password")
+    if len(password) < PASSWORD_MIN:
+        raise UserError(f"a password needs at least {PASSWORD_MIN} characters")
+    if len(password) > PASSWORD_MAX:
+        raise UserError(f"a password may have at most {PASSWORD_MAX} characters")
+    if "\x00" in password:
+        raise UserError("a password may not contain NUL characters")
+    if name is not None and password.casefold() == name.casefold():
+        raise UserError("the password may not be the user name")
+    return password
 
 
 def hash_password(password: str) -> str:
@@ -21,14 +69,12 @@ def hash_password(password: str) -> str:
 def add_user(session: Session, name: str, role: str = "curator", password: str | None = None) -> tuple[User, str]:
     """Create a user; returns (user, password). Without a password a random one is made (and returned
     once, so the CLI can print it). The caller commits."""
-    name = (name or "").strip()
-    if not name or len(name) > 64:
-        raise UserError("user name must be 1-64 characters")
+    name = check_name(name)
     if role not in ROLES:
         raise UserError(f"unknown role {role!r}; choose one of {', '.join(ROLES)}")
     if session.scalar(select(User.id).where(User.name == name)) is not None:
         raise UserError(f"user {name!r} already exists")
-    password = password or secrets.token_urlsafe(12)
+    password = check_password(password, name) if password else secrets.token_urlsafe(12)
     user = User(name=name, role=role, password_hash=hash_password(password))
     session.add(user)
     session.flush()
@@ -39,25 +85,47 @@ def get_user(session: Session, name: str) -> User | None:
     return session.scalar(select(User).where(User.name == name))
 
 
-def verify(session: Session, name: str, password: str) -> User | None:
-    """The user if the password is right, else None (also for unknown users)."""
+def _existing(session: Session, name: str) -> User:
     user = get_user(session, name)
     if user is None:
-        return None
+        raise UserError(f"no user named {name!r}")
+    return user
+
+
+def verify(session: Session, name: str, password: str) -> User | None:
+    """The user if the password is right, else None (also for unknown users, after the same work)."""
+    user = get_user(session, name) if name else None
     try:
-        _hasher.verify(user.password_hash, password)
+        _hasher.verify(user.password_hash if user is not None else _DUMMY_HASH, password)
     except (VerificationError, InvalidHashError):
+        return None
+    if user is None:
         return None
     if _hasher.check_needs_rehash(user.password_hash):   # parameters got stronger since
         user.password_hash = hash_password(password)
     return user
 
 
+def revoke_sessions(session: Session, user_id: int) -> int:
+    """Log the user out everywhere (every server process): delete their web sessions."""
+    return session.execute(delete(WebSession).where(WebSession.user_id == user_id)).rowcount or 0
+
+
 def set_password(session: Session, name: str, password: str) -> None:
-    user = get_user(session, name)
-    if user is None:
-        raise UserError(f"no user named {name!r}")
-    user.password_hash = hash_password(password)
+    """Change the password and revoke the user's sessions. The caller commits."""
+    user = _existing(session, name)
+    user.password_hash = hash_password(check_password(password, user.name))
+    revoke_sessions(session, user.id)
+
+
+def set_role(session: Session, name: str, role: str) -> None:
+    """Change the role and revoke the user's sessions (they log in again under the new role)."""
+    if role not in ROLES:
+        raise UserError(f"unknown role {role!r}; choose one of {', '.join(ROLES)}")
+    user = _existing(session, name)
+    if user.role != role:
+        user.role = role
+        revoke_sessions(session, user.id)
 
 
 def list_users(session: Session) -> list[dict]:

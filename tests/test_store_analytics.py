@@ -14,8 +14,8 @@ def test_analytics_questions(store_db):
     eng = store_db.engine
     assert analytics.acceptance_by_kind(eng) == []          # nothing judged yet: empty, not an error
     with store_db.Session() as s:
-        a = add_user(s, "a", "curator", "pw")[0].id
-        b = add_user(s, "b", "curator", "pw")[0].id
+        a = add_user(s, "a", "curator", "a-password-1")[0].id
+        b = add_user(s, "b", "curator", "a-password-1")[0].id
         s.commit()
         expected_rej: dict[str, int] = {}
         for i, r in enumerate(recs):
@@ -103,9 +103,9 @@ def test_cold_copy_matches_replayed_history(store_db, fresh_analytics, monkeypat
     eng = store_db.engine
     dist = [[o["label"] for o in r["options"] if o["kind"] != "target"] for r in recs]
     with store_db.Session() as s:
-        a = add_user(s, "a", "curator", "pw")[0].id
-        b = add_user(s, "b", "curator", "pw")[0].id
-        boss = add_user(s, "rita", "researcher", "pw")[0].id
+        a = add_user(s, "a", "curator", "a-password-1")[0].id
+        b = add_user(s, "b", "curator", "a-password-1")[0].id
+        boss = add_user(s, "rita", "researcher", "a-password-1")[0].id
         s.commit()
         for i, r in enumerate(recs[:6]):
             review.submit_verdict(s, a, r["id"], "accept" if i % 2 else "reject", seconds=1.0 + i)

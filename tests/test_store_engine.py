@@ -58,6 +58,6 @@ def test_cli_db_upgrade_and_current(tmp_path):
     from app.cli import main
     assert main(["db", "upgrade", "--data", str(tmp_path / "d")]) == 0
     assert (tmp_path / "d" / "mvp.sqlite").is_file()
-    assert main(["users", "add", "ann", "--role", "admin", "--password", "pw", "--data", str(tmp_path / "d")]) == 0
+    assert main(["users", "add", "ann", "--role", "admin", "--password", "ann-password-1", "--data", str(tmp_path / "d")]) == 0
     assert main(["users", "add", "ann", "--data", str(tmp_path / "d")]) == 2        # exists: one-line error
     assert main(["db", "set-overlap", "0", "--data", str(tmp_path / "d")]) == 2

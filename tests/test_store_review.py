@@ -14,7 +14,7 @@ from mvp_core.errors import UserError
 
 
 def _users(s, *names):
-    ids = [add_user(s, n, "curator", "pw-" + n)[0].id for n in names]
+    ids = [add_user(s, n, "curator", "password-" + n)[0].id for n in names]
     s.commit()
     return ids
 
@@ -205,7 +205,7 @@ def test_requeue_reopens_an_accepted_puzzle_for_its_curator(store_db, fresh_anal
     d = _distractor(recs[p])
     with store_db.Session() as s:
         a, b = _users(s, "a", "b")
-        boss = add_user(s, "rita", "researcher", "pw-rita")[0].id
+        boss = add_user(s, "rita", "researcher", "password-rita")[0].id
         s.commit()
         review.set_option_verdict(s, a, p, d, "reject", "too_easy")
         for pid in ids[1:] + [p]:                          # a judges everything, p last

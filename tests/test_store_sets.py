@@ -21,7 +21,7 @@ def _curate(store_db):
     puzzle 1 (excluded with min_distractors=2)."""
     recs = sorted(store_db.records, key=lambda r: r["id"])
     with store_db.Session() as s:
-        u = add_user(s, "cur", "curator", "pw")[0].id
+        u = add_user(s, "cur", "curator", "a-password-1")[0].id
         s.commit()
         for r in recs[:-1]:
             review.submit_verdict(s, u, r["id"], "accept")
@@ -55,7 +55,7 @@ def test_freeze_prunes_relabels_and_is_immutable(store_db):
         assert [by_label[a]["uri"] for a in p0["answer"]] == [f["uri"] for f in tgt]
         Puzzle.from_dict(p0)
         # later verdicts do not change a frozen set; names cannot be reused
-        u = add_user(s, "late", "curator", "pw")[0].id
+        u = add_user(s, "late", "curator", "a-password-1")[0].id
         s.commit()
         review.submit_verdict(s, u, recs[0]["id"], "reject")
         assert load_set(s, "v1") == items and verify_set(s, "v1")

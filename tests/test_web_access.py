@@ -1,10 +1,10 @@
 """Access control over real HTTP: login required, roles per page and per endpoint (called directly,
-not through the page), only files under the data directory, failed logins slowed."""
+not through the page), only files under the data directory. The attacker's probes (media-only files,
+sessions, throttling, CSRF, bounds) are the security suite, tests/test_security_*.py."""
 from __future__ import annotations
 
 import http.client
 import json
-import time
 from urllib.parse import urlparse
 
 import pytest
@@ -41,10 +41,8 @@ def raw_post(app, path: str, payload: dict, cookie: str | None = None) -> tuple[
 
 
 def session_cookie(app, name: str, password: str | None = None) -> str | None:
-    import httpx
-    r = httpx.post(app.url + "/login", data={"username": name, "password": password or PASSWORDS[name],
-                                             "next": "/"}, follow_redirects=False, timeout=30)
-    return r.cookies.get("mvp_session")
+    from fixtures_security import session_token
+    return session_token(app.url, name, password or PASSWORDS[name])
 
 
 def a_frame_uri(app) -> str:
@@ -191,24 +189,3 @@ def test_server_side_role_check_in_handlers(web_app):
         auth.require("rhea", "admin")
     with pytest.raises(Forbidden):
         auth.require(None, "curate")
-
-
-def test_failed_logins_are_slowed(web_app):
-    import httpx
-
-    def attempt(pw):
-        t = time.perf_counter()
-        r = httpx.post(web_app.url + "/login", data={"username": "rhea", "password": pw}, timeout=60)
-        return r.status_code, time.perf_counter() - t
-    times = []
-    for _ in range(5):
-        st, dt = attempt("wrong")
-        assert st == 401
-        times.append(dt)
-    # waits before answering: 0, 0.25, 0.5, 1, 2 s (doubling), plus 0.25 s after each failure
-    assert times[-1] >= 2.25 and times[-1] > times[0] + 1.5, times
-    st, _ = attempt(PASSWORDS["rhea"])                          # the right password still works
-    assert st == 303
-    st, dt = attempt("wrong")                                   # and resets the penalty
-    assert dt < times[-1] - 1.0, (dt, times)
-    attempt(PASSWORDS["rhea"])

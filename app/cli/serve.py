@@ -1,7 +1,12 @@
 """`mvp serve`: the web app (curate, rollouts, stats, train, admin) on HOST:PORT."""
 from __future__ import annotations
 
+import argparse
+import os
+
 from app.cli.args import add_db_args
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 def register(sub) -> None:
@@ -9,7 +14,24 @@ def register(sub) -> None:
     add_db_args(p)
     p.add_argument("--host", default="127.0.0.1", help="interface to listen on (0.0.0.0 in a container)")
     p.add_argument("--port", type=int, default=7860)
+    p.add_argument("--secure-cookies", action=argparse.BooleanOptionalAction, default=None,
+                   help="mark the session cookie Secure (sent over HTTPS only). Default: MVP_SECURE_COOKIES "
+                        "if set, else Secure exactly when the request came over HTTPS (a proxy's "
+                        "X-Forwarded-Proto counts when it is in FORWARDED_ALLOW_IPS)")
     p.set_defaults(func=handler)
+
+
+def secure_cookies_setting(flag: bool | None) -> bool | None:
+    """The flag, else MVP_SECURE_COOKIES, else None (decide per request by its scheme)."""
+    from mvp_core.errors import UserError
+    if flag is not None:
+        return flag
+    env = os.environ.get("MVP_SECURE_COOKIES", "").strip().lower()
+    if not env or env == "auto":
+        return None
+    if env in _TRUE or env in _FALSE:
+        return env in _TRUE
+    raise UserError(f"MVP_SECURE_COOKIES must be 1/0, true/false or auto, not {env!r}")
 
 
 def handler(args) -> int:
@@ -18,7 +40,9 @@ def handler(args) -> int:
     from mvp_core.errors import UserError
     if not 0 < args.port < 65536:
         raise UserError(f"--port must be 1-65535, not {args.port}")
+    secure = secure_cookies_setting(args.secure_cookies)
     data = data_dir(args.data)
-    print(f"MVP Studio: http://{args.host}:{args.port}/  (data: {data})", flush=True)
-    serve_forever(data, args.db, host=args.host, port=args.port)
+    mode = {True: "always", False: "never", None: "over HTTPS"}[secure]
+    print(f"MVP Studio: http://{args.host}:{args.port}/  (data: {data}; Secure cookies: {mode})", flush=True)
+    serve_forever(data, args.db, host=args.host, port=args.port, secure_cookies=secure)
     return 0

@@ -1,4 +1,5 @@
-"""`mvp users add|list|passwd`: accounts for the web app."""
+"""`mvp users add|list|passwd|role`: accounts for the web app. Names and passwords are checked by
+`db.users` (the one validation every path uses); a password or role change ends the user's sessions."""
 from __future__ import annotations
 
 import getpass
@@ -25,7 +26,11 @@ def register(sub) -> None:
     q.add_argument("--password")
     add_db_args(q)
     q.set_defaults(func=_passwd)
-
+    q = usub.add_parser("role", help="change a user's role (ends their web sessions)")
+    q.add_argument("name")
+    q.add_argument("role", choices=ROLES)
+    add_db_args(q)
+    q.set_defaults(func=_role)
 
 
 def _add(args) -> int:
@@ -51,12 +56,19 @@ def _list(args) -> int:
 def _passwd(args) -> int:
     from db.engine import open_db
     from db.users import set_password
-    from mvp_core.errors import UserError
     pw = args.password or getpass.getpass(f"new password for {args.name}: ")
-    if not pw:
-        raise UserError("empty password")
     with open_db(args.db, args.data)() as s:
         set_password(s, args.name, pw)
         s.commit()
-    print(f"password changed for {args.name}")
+    print(f"password changed for {args.name} (their web sessions are ended)")
+    return 0
+
+
+def _role(args) -> int:
+    from db.engine import open_db
+    from db.users import set_role
+    with open_db(args.db, args.data)() as s:
+        set_role(s, args.name, args.role)
+        s.commit()
+    print(f"{args.name} is now {args.role} (their web sessions are ended)")
     return 0

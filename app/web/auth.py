@@ -1,19 +1,21 @@
-"""Login, sessions and roles for the web app.
+"""Login, sessions and roles for the web app (docs/web.md, "Sessions and login").
 
-Passwords are checked by `db.users.verify` (argon2id). A successful login gets a random session token
-in an HttpOnly cookie; the token maps to the user *name* only, and the role is re-read from the
-database (cached for `ROLE_TTL_S`), so an admin's role change or deletion takes effect without a new
-login. Failed logins are slowed: each failure for a name or a client address doubles the wait before
-the next answer (capped), so guessing passwords online is impractically slow.
+Sessions live in the database (`db.web_sessions`): the browser holds a random token in an HttpOnly
+cookie, the table its sha256, so a restart keeps users logged in, several server processes share the
+sessions, and logout or a password/role change (`db.users`) ends them everywhere. Every request reads
+its session row (a primary-key read on a deferred, read-only transaction: it never waits on writers).
 
-Sessions live in this process's memory: a restart logs everyone out (acceptable for one server; a
-multi-process deployment would move them into the database)."""
+Login throttling is counted before the password is checked: each attempt is recorded against its user
+name and its client address, and an attempt over `LOGIN_PER_NAME` (per name) or `LOGIN_PER_ADDR` (per
+address) within `LOGIN_WINDOW_S` is answered 429 without checking anything, so parallel requests cannot
+all slip through on one stale count. A successful login does not count. Unknown user names cost the
+same argon2 hash as known ones (`db.users.verify`)."""
 from __future__ import annotations
 
 import asyncio
-import secrets
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass, field
 
 from sqlalchemy.orm import sessionmaker
@@ -22,10 +24,10 @@ from db.models.curation import ROLES
 
 COOKIE = "mvp_session"
 SESSION_TTL_S = 12 * 3600          # a login lasts one working day
-ROLE_TTL_S = 5.0                   # how stale a cached role may be
-THROTTLE_BASE_S = 0.25             # wait after the first failure; doubles with each further one
-THROTTLE_MAX_S = 8.0
-THROTTLE_FORGET_S = 15 * 60        # failures older than this no longer count
+ROLE_TTL_S = 5.0                   # how stale a cached role may be for Gradio handlers (by user name)
+LOGIN_WINDOW_S = 60.0              # the throttle counts the attempts of the last minute ...
+LOGIN_PER_NAME = 5                 # ... at most this many failed guesses per user name ...
+LOGIN_PER_ADDR = 20                # ... and this many per client address (any names)
 
 
 # Which roles may open each page (and call its endpoints). Curation is open to every role.
@@ -44,94 +46,72 @@ class Forbidden(Exception):
     """Raised by a handler when the caller's role may not do what it asked."""
 
 
-@dataclass
-class _Session:
-    name: str
-    created: float
+@dataclass(frozen=True)
+class LoginResult:
+    token: str | None = None           # the new session's token, on success
+    retry_after_s: float = 0.0         # > 0: refused by the throttle, nothing was checked
 
 
-@dataclass
-class _Failures:
-    count: int = 0
-    last: float = 0.0
+def throttle_keys(name: str, client: str) -> dict[str, int]:
+    """{key: allowance}. Names are compared case- and normalisation-blind, so "Ada" and "ada" share
+    one allowance whatever the database's collation."""
+    canon = unicodedata.normalize("NFC", name).casefold()[:100]
+    return {f"user:{canon}": LOGIN_PER_NAME, f"addr:{client[:100]}": LOGIN_PER_ADDR}
 
 
 @dataclass
 class Auth:
     """Everything the app needs to know who is calling: sessions, cached roles, login throttling."""
     Session: sessionmaker
-    _sessions: dict[str, _Session] = field(default_factory=dict)
     _roles: dict[str, tuple[str | None, int | None, float]] = field(default_factory=dict)
-    _fails: dict[str, _Failures] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self):
+        from db.engine import read_engine
+        self._Read = sessionmaker(read_engine(self.Session.kw["bind"]))
 
     # ---- login / logout ---------------------------------------------------------------------
 
-    def _penalty(self, keys: list[str]) -> float:
-        now = time.monotonic()
-        worst = 0
-        with self._lock:
-            for k in keys:
-                f = self._fails.get(k)
-                if f and now - f.last < THROTTLE_FORGET_S:
-                    worst = max(worst, f.count)
-        return 0.0 if worst == 0 else min(THROTTLE_MAX_S, THROTTLE_BASE_S * 2 ** (worst - 1))
+    async def login(self, name: str, password: str, client: str) -> LoginResult:
+        """A new session, a throttle refusal, or (LoginResult()) a wrong name or password."""
+        return await asyncio.to_thread(self._login, name, password, client)
 
-    def _fail(self, keys: list[str]) -> None:
-        now = time.monotonic()
-        with self._lock:
-            for k in keys:
-                f = self._fails.setdefault(k, _Failures())
-                if now - f.last >= THROTTLE_FORGET_S:
-                    f.count = 0
-                f.count += 1
-                f.last = now
-
-    async def login(self, name: str, password: str, client: str) -> str | None:
-        """A new session token, or None after a (throttled) failure."""
+    def _login(self, name: str, password: str, client: str) -> LoginResult:
         from db.users import verify
-        keys = [f"user:{name}", f"addr:{client}"]
-        delay = self._penalty(keys)
-        if delay:
-            await asyncio.sleep(delay)       # the caller waits; the server does not block others
-
-        def check():
-            with self.Session() as s:
-                user = verify(s, name, password)
-                if user is not None:
-                    s.commit()               # verify may have upgraded the hash
-                return None if user is None else user.name
-        ok_name = await asyncio.to_thread(check) if name and password else None
-        if ok_name is None:
-            self._fail(keys)
-            await asyncio.sleep(THROTTLE_BASE_S)
-            return None
-        with self._lock:
-            for k in keys:
-                self._fails.pop(k, None)
-            token = secrets.token_urlsafe(32)
-            self._sessions[token] = _Session(name=ok_name, created=time.time())
-            self._roles.pop(ok_name, None)
-        return token
+        from db.web_sessions import count_attempt, create_session, refund_attempt, retry_after_s
+        limits = throttle_keys(name, client)
+        with self.Session() as s:
+            blocked, ids = count_attempt(s, limits, LOGIN_WINDOW_S)
+            if blocked is not None:
+                return LoginResult(retry_after_s=max(1.0, retry_after_s(s, blocked, LOGIN_WINDOW_S)))
+            user = verify(s, name, password) if len(password) <= 1024 else None
+            if user is None:
+                s.rollback()
+                return LoginResult()
+            s.commit()                   # verify may have upgraded the hash
+            refund_attempt(s, ids)
+            token = create_session(s, user.id, SESSION_TTL_S)
+        self.forget_role(user.name)
+        return LoginResult(token=token)
 
     def logout(self, token: str | None) -> None:
-        if token:
-            with self._lock:
-                self._sessions.pop(token, None)
+        from db.web_sessions import end_session
+        with self.Session() as s:
+            end_session(s, token)
 
     # ---- who is calling ---------------------------------------------------------------------
 
-    def user_of_token(self, token: str | None) -> str | None:
+    def session_of(self, token: str | None):
+        """The `db.web_sessions.SessionUser` of a live session token, else None."""
+        from db.web_sessions import session_user
         if not token:
             return None
-        with self._lock:
-            s = self._sessions.get(token)
-            if s is None:
-                return None
-            if time.time() - s.created > SESSION_TTL_S:
-                del self._sessions[token]
-                return None
-            return s.name
+        with self._Read() as s:
+            return session_user(s, token)
+
+    def user_of_token(self, token: str | None) -> str | None:
+        u = self.session_of(token)
+        return None if u is None else u.name
 
     def role_of(self, name: str | None) -> str | None:
         return self.identity(name)[0]
@@ -148,19 +128,21 @@ class Auth:
         if hit and now - hit[2] < ROLE_TTL_S:
             return hit[0], hit[1]
         from db.users import get_user
-        with self.Session() as s:
+        with self._Read() as s:
             u = get_user(s, name)
             role, uid = (u.role, u.id) if u is not None else (None, None)
-        self._roles[name] = (role, uid, now)
+        with self._lock:
+            self._roles[name] = (role, uid, now)
         return role, uid
 
     def forget_role(self, name: str) -> None:
-        self._roles.pop(name, None)
+        with self._lock:
+            self._roles.pop(name, None)
 
     def user_for_page(self, token: str | None, page: str) -> str | None:
         """The user name if this session may open `page`, else None."""
-        name = self.user_of_token(token)
-        return name if name and self.role_of(name) in PAGE_ROLES[page] else None
+        u = self.session_of(token)
+        return u.name if u is not None and u.role in PAGE_ROLES[page] else None
 
     def require(self, name: str | None, page: str) -> int:
         """Server-side role check for a handler of `page`: the caller's user id, or Forbidden."""

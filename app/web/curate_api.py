@@ -7,16 +7,21 @@ always used, so verdicts still go through `db.review` (leases, append-only histo
 
 Access: these paths are under /curate, so the app's middleware already refused anyone whose role may
 not curate (401/403); each handler checks the role again (`Auth.require`) before touching the
-database. Only `application/json` bodies are accepted: with the SameSite=Lax session cookie this
-keeps other sites' forms from posting verdicts. Bad input gets 400 with one line, `{"error": ...}`."""
+database. Only `application/json` bodies are accepted (other sites' forms cannot send them, and the
+app's guard refuses cross-origin posts), at most `app.web.limits.MAX_JSON_BYTES` and nested at most
+`MAX_JSON_DEPTH` deep. Verdicts and option verdicts are taken only on a puzzle leased to the curator or
+one they judged before (`db.review.check_may_judge`). Bad input gets 400 with one line, `{"error": ...}`."""
 from __future__ import annotations
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.web.auth import COOKIE, Forbidden
+from sqlalchemy.orm import sessionmaker
+
+from app.web.auth import Forbidden
 from app.web.common import WebContext
+from app.web.limits import BadBody, read_json
 from app.web.pages.curate import MAX_KEYS, PAGE, CurateActions, new_state
 from db.models.curation import REASON_CODES
 from mvp_core.errors import UserError
@@ -44,8 +49,7 @@ def parse_state(raw) -> dict:
     pid = raw.get("pid")
     if pid is not None and not (isinstance(pid, str) and 0 < len(pid) <= 200):
         raise UserError("bad request: state.pid must be a puzzle id or null")
-    return {"pid": pid, "back": _ids(raw.get("back"), "back"), "fwd": _ids(raw.get("fwd"), "fwd"),
-            "reveal": bool(raw.get("reveal", False))}
+    return {"pid": pid, "back": _ids(raw.get("back"), "back"), "fwd": _ids(raw.get("fwd"), "fwd")}
 
 
 def _index(body: dict) -> int:
@@ -55,25 +59,41 @@ def _index(body: dict) -> int:
     return i
 
 
-def _dispatch(act: CurateActions, uid: int, action: str, body: dict):
+def _check_assigned(Read: sessionmaker, uid: int, st: dict) -> None:
+    if st.get("pid"):
+        from db.review import check_may_judge
+        with Read() as s:
+            check_may_judge(s, uid, st["pid"])
+
+
+def _dispatch(act: CurateActions, Read: sessionmaker, uid: int, action: str, body: dict):
     st = parse_state(body.get("state"))
     if action == "load":
         deep = body.get("puzzle")
         if deep is not None and not isinstance(deep, str):
             raise UserError("bad request: puzzle must be a puzzle id")
-        return act.load(uid, deep or None)
+        return act.load(uid, deep or None, st if body.get("state") is not None else None)
+    if action == "answer":
+        labels, secs = body.get("labels"), body.get("seconds", 0.0)
+        if not isinstance(labels, list) or not all(isinstance(x, str) and len(x) <= 4 for x in labels) \
+                or len(labels) > MAX_KEYS:
+            raise UserError("bad request: labels must be a list of option labels")
+        return act.answer(uid, st, labels, secs)
     if action == "verdict":
         v, note = body.get("verdict"), body.get("note") or ""
         if v not in VERDICTS:
             raise UserError(f"bad request: verdict must be one of {', '.join(VERDICTS)}")
         if not isinstance(note, str) or len(note) > 2000:
             raise UserError("bad request: note must be text of at most 2000 characters")
+        _check_assigned(Read, uid, st)
         return act.verdict(uid, st, v, note.strip())
     if action == "toggle":
         reason = body.get("reason")
         if reason not in REASON_CODES:
             raise UserError(f"bad request: reason must be one of {', '.join(REASON_CODES)}")
-        return act.toggle(uid, st, _index(body), reason)
+        index = _index(body)
+        _check_assigned(Read, uid, st)
+        return act.toggle(uid, st, index, reason)
     if action == "undo":
         return act.undo(uid, st)
     if action == "move":
@@ -81,26 +101,49 @@ def _dispatch(act: CurateActions, uid: int, action: str, body: dict):
         if step not in (-1, 1) or isinstance(step, bool):
             raise UserError("bad request: step must be -1 or 1")
         return act.move(uid, st, step)
-    if action == "reveal":
-        return act.reveal(uid, st)
-    if action == "play":
-        return act.play(uid, st, _index(body))
+    if action == "browse":
+        return act.browse(uid, st, _filters(body.get("filters")))
     if action == "progress":
         return {"html": act.progress(uid)}
     raise UserError(f"bad request: no action {action!r}")
 
 
-ACTIONS = ("load", "verdict", "toggle", "undo", "move", "reveal", "play", "progress")
+ACTIONS = ("load", "answer", "verdict", "toggle", "undo", "move", "browse", "progress")
+
+
+def _filters(raw) -> dict:
+    """The browse filters, checked: video id, status, kind (strings) and difficulty bounds."""
+    if not isinstance(raw, dict):
+        raise UserError("bad request: filters must be an object")
+    out: dict = {}
+    for key in ("video", "status", "kind"):
+        v = raw.get(key)
+        if v in (None, ""):
+            continue
+        if not isinstance(v, str) or len(v) > 64:
+            raise UserError(f"bad request: filters.{key} must be text")
+        out[key] = v
+    for key, name in (("dmin", "min_difficulty"), ("dmax", "max_difficulty")):
+        v = raw.get(key)
+        if v in (None, ""):
+            continue
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise UserError(f"bad request: filters.{key} must be a number")
+        out[name] = float(v)
+    return out
 
 
 def register(app: FastAPI, ctx: WebContext) -> None:
     """Add the routes; call before the curate page's Gradio app is mounted at /curate, so these
     routes are matched first."""
+    from db.engine import read_engine
     act = CurateActions(ctx)
+    Read = sessionmaker(read_engine(ctx.Session.kw["bind"]))
 
     @app.post(PREFIX + "/{action}", include_in_schema=False)
     async def curate_api(action: str, request: Request):
-        name = ctx.auth.user_of_token(request.cookies.get(COOKIE))
+        user = getattr(request.state, "user", None)      # set by app.web.guards from the session
+        name = None if user is None else user.name
         if name is None:
             return JSONResponse({"error": "not logged in"}, status_code=401)
         try:
@@ -113,13 +156,13 @@ def register(app: FastAPI, ctx: WebContext) -> None:
             return JSONResponse({"error": "bad request: send JSON (Content-Type: application/json)"},
                                 status_code=415)
         try:
-            body = await request.json()
-        except ValueError:
-            return JSONResponse({"error": "bad request: the body is not valid JSON"}, status_code=400)
+            body = await read_json(request)
+        except BadBody as e:
+            return JSONResponse({"error": str(e)}, status_code=e.status)
         if not isinstance(body, dict):
             return JSONResponse({"error": "bad request: the body must be a JSON object"}, status_code=400)
         try:
-            out = await run_in_threadpool(_dispatch, act, uid, action, body)
+            out = await run_in_threadpool(_dispatch, act, Read, uid, action, body)
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
         return JSONResponse(out, headers={"Cache-Control": "no-store"})

@@ -27,6 +27,9 @@ from mvp_core.errors import UserError
 ROOT = Path(__file__).resolve().parents[2]   # the repository root
 DEFAULT_CONFIG = ROOT / "configs" / "web.yaml"   # trains on the real MVP reward
 KINDS = ("train", "rollout", "eval")
+# Stop: SIGTERM, then SIGKILL after this long. A trainer saves its checkpoint between steps; one stuck
+# in a long generation (or ignoring SIGTERM) is killed, so Stop always ends a run within seconds.
+STOP_GRACE_S = 5.0
 _CHILDREN: dict[int, subprocess.Popen] = {}     # processes this server started (reaped on poll)
 
 
@@ -193,7 +196,7 @@ def may_stop(job: dict, user: str | None, role: str | None) -> bool:
     return role == "admin" or (user is not None and job.get("user") == user)
 
 
-def stop(data_dir: Path, grace_s: float = 30.0, *, kind: str = "train", user: str | None = None,
+def stop(data_dir: Path, grace_s: float = STOP_GRACE_S, *, kind: str = "train", user: str | None = None,
          role: str | None = "admin") -> str:
     """SIGTERM the job's whole process group (a trainer saves a checkpoint and exits), then
     SIGKILL whatever is left after `grace_s`. Only the launcher or an admin may stop a job.

@@ -1,16 +1,17 @@
 """The web app: a FastAPI server with a login page, the data-directory file routes and one Gradio
-Blocks app per page, each mounted at its own path (/curate, /rollouts, /stats, /train, /admin).
+Blocks app per page, each mounted at its own path (/curate, /rollouts, /stats, /train, /admin). What every request passes
+first (cross-site refusal, role per page, closed Gradio routes, security headers) is app/web/guards.py.
 
 Why one mount per page rather than tabs in one Blocks: access is then enforced by HTTP path. A
 request to a page, or to any of its Gradio endpoints (/rollouts/gradio_api/...), is refused with
 401/403 unless the session's role may use that page, before Gradio sees it; and each handler checks
-the role again (`app.web.common.guard`). Frames are served only through /data and /thumb, which accept
-paths under the data directory and nothing else (`app.web.files.safe_path`)."""
+the role again (`app.web.common.guard`). Files are served only through /data and /thumb, which accept
+media under the data directory's media folders and nothing else (`app.web.files.safe_path`)."""
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
-from urllib.parse import quote
 
 import gradio as gr
 from fastapi import FastAPI, Form, Request
@@ -18,11 +19,14 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Redirect
 from fastapi.staticfiles import StaticFiles
 
 from app.web.auth import COOKIE, PAGE_ROLES, SESSION_TTL_S, Auth
-from app.web.common import WebContext, esc
+from app.web.common import WebContext
 
-ROOT = Path(__file__).resolve().parents[2]   # the repository root
+ROOT = Path(__file__).resolve().parents[2]   # the repository (app/web/server.py -> ../..)
 STATIC_DIR = ROOT / "static"
-HEAD = ('<link rel="stylesheet" href="/static/studio.css">'
+CSRF_COOKIE = "mvp_login_csrf"
+GRADIO_MAX_FILE = "1kb"              # no page takes uploads (the guard refuses the route); a second line
+GRADIO_DELETE_CACHE = (3600, 3600)   # Gradio's temporary files older than an hour go, hourly
+HEAD = ('<link rel="icon" href="/favicon.ico"><link rel="stylesheet" href="/static/studio.css">'
         '<script src="/static/curate.js" defer></script><script src="/static/hotkeys.js" defer></script>')
 
 
@@ -71,16 +75,9 @@ def _call_train(fn, ctx: WebContext):
     return fn(**kw)
 
 
-def login_page(error: str = "", next_url: str = "/") -> str:
-    err = f'<p class="mvp-login-error" id="login-error">{esc(error)}</p>' if error else ""
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>MVP Studio · Log in</title>
-<link rel="stylesheet" href="/static/studio.css"></head><body class="mvp-login-body">
-<form class="mvp-login" method="post" action="/login">
-<h1>MVP Studio</h1>{err}
-<input type="hidden" name="next" value="{esc(next_url)}">
-<label>User <input name="username" id="login-user" autocomplete="username" autofocus required></label>
-<label>Password <input name="password" id="login-password" type="password" autocomplete="current-password" required></label>
-<button type="submit" id="login-submit">Log in</button></form></body></html>"""
+def login_page(csrf: str, error: str = "", next_url: str = "/") -> str:
+    from app.web.templating import render
+    return render("login.html", csrf=csrf, error=error, next_url=next_url)
 
 
 def _safe_next(url: str) -> str:
@@ -88,75 +85,73 @@ def _safe_next(url: str) -> str:
     return url if url.startswith("/") and not url.startswith("//") and "\\" not in url else "/"
 
 
-def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_cookies: bool = False):
-    """The FastAPI app serving everything. `data_dir` is the only directory files are served from."""
+def _secure(request: Request, secure_cookies: bool | None) -> bool:
+    """--secure-cookies / --no-secure-cookies; by default Secure exactly when the request came over
+    HTTPS (uvicorn takes the scheme from X-Forwarded-Proto of a trusted proxy)."""
+    return request.url.scheme == "https" if secure_cookies is None else secure_cookies
 
-    from app.web.files import PathRefused, safe_path, thumbnail
-    from db.engine import open_db
 
-    data = Path(data_dir).resolve()
-    data.mkdir(parents=True, exist_ok=True)
-    Session = open_db(db_url, data)
-    auth = Auth(Session)
-    ctx = WebContext(Session=Session, data_dir=data, auth=auth)
-    app = FastAPI(title="MVP Studio", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.ctx = ctx
+def _login_form(request: Request, secure: bool, error: str = "", next_url: str = "/",
+                status: int = 200, headers: dict | None = None) -> HTMLResponse:
+    """The login page with a login-CSRF token: the same random value in the form and in a
+    SameSite=Strict cookie; a login post must carry both (a page of another site cannot read it)."""
+    tok = request.cookies.get(CSRF_COOKIE) or ""
+    if not (20 <= len(tok) <= 100 and tok.replace("-", "").replace("_", "").isalnum()):
+        tok = secrets.token_urlsafe(24)
+    resp = HTMLResponse(login_page(tok, error, _safe_next(next_url)), status_code=status, headers=headers)
+    resp.set_cookie(CSRF_COOKIE, tok, max_age=3600, httponly=True, samesite="strict", secure=secure,
+                    path="/login")
+    resp.headers["Cache-Control"] = "no-store"
+    return resp
 
-    def token(request: Request) -> str | None:
-        return request.cookies.get(COOKIE)
 
-    builders = _page_builders()
-    ctx.pages = tuple(builders)
-
-    @app.middleware("http")
-    async def page_access(request: Request, call_next):
-        """Refuse every request under a page's prefix unless the session's role may use that page."""
-        parts = request.url.path.split("/", 2)
-        page = parts[1] if len(parts) > 1 else ""
-        if page in builders:
-            name = auth.user_of_token(token(request))
-            if name is None:
-                if request.method == "GET" and (len(parts) == 2 or parts[2] == ""):
-                    nxt = quote(str(request.url.path) + ("?" + request.url.query if request.url.query else ""))
-                    return RedirectResponse(f"/login?next={nxt}", status_code=303)
-                return JSONResponse({"error": "not logged in"}, status_code=401)
-            if auth.role_of(name) not in PAGE_ROLES[page]:
-                return JSONResponse({"error": f"forbidden: {name} may not use the {page} page"},
-                                    status_code=403)
-        return await call_next(request)
-
+def _add_auth_routes(app: FastAPI, auth: Auth, builders: dict, secure_cookies: bool | None) -> None:
     @app.get("/", include_in_schema=False)
     def index(request: Request):
-        name = auth.user_of_token(token(request))
-        if name is None:
+        user = request.state.user
+        if user is None:
             return RedirectResponse("/login", status_code=303)
-        pages = [p for p in auth.pages_for(name) if p in builders]
-        return RedirectResponse(f"/{pages[0]}/" if pages else "/logout", status_code=303)
+        pages = [p for p in auth.pages_for(user.name) if p in builders]
+        return RedirectResponse(f"/{pages[0]}/" if pages else "/login", status_code=303)
 
     @app.get("/login", include_in_schema=False)
-    def login_form(next: str = "/"):
-        return HTMLResponse(login_page(next_url=_safe_next(next)))
+    def login_form(request: Request, next: str = "/"):
+        return _login_form(request, _secure(request, secure_cookies), next_url=next)
 
     @app.post("/login", include_in_schema=False)
-    async def login(request: Request, username: str = Form(""), password: str = Form(""),
-                    next: str = Form("/")):
+    async def login(request: Request, username: str = Form("", max_length=200),
+                    password: str = Form("", max_length=1024), next: str = Form("/", max_length=2000),
+                    csrf: str = Form("", max_length=100)):
+        secure = _secure(request, secure_cookies)
+        cookie = request.cookies.get(CSRF_COOKIE) or ""
+        if not csrf or not secrets.compare_digest(csrf.encode(), cookie.encode()):
+            return _login_form(request, secure, "The login form expired; please log in again.", next, 403)
         client = request.client.host if request.client else "?"
-        tok = await auth.login(username.strip(), password, client)
-        if tok is None:
-            return HTMLResponse(login_page("Wrong user name or password.", _safe_next(next)), status_code=401)
+        res = await auth.login(username.strip(), password, client)
+        if res.retry_after_s:
+            wait = int(res.retry_after_s + 0.999)
+            return _login_form(request, secure, f"Too many login attempts; try again in {wait} s.", next, 429,
+                               {"Retry-After": str(wait)})
+        if res.token is None:
+            return _login_form(request, secure, "Wrong user name or password.", next, 401)
         resp = RedirectResponse(_safe_next(next), status_code=303)
-        resp.set_cookie(COOKIE, tok, max_age=SESSION_TTL_S, httponly=True, samesite="lax", secure=secure_cookies)
+        resp.set_cookie(COOKIE, res.token, max_age=SESSION_TTL_S, httponly=True, samesite="lax", secure=secure)
+        resp.delete_cookie(CSRF_COOKIE, path="/login")
         return resp
 
-    @app.get("/logout", include_in_schema=False)
+    @app.post("/logout", include_in_schema=False)
     def logout(request: Request):
-        auth.logout(token(request))
+        auth.logout(request.cookies.get(COOKIE))
         resp = RedirectResponse("/login", status_code=303)
         resp.delete_cookie(COOKIE)
         return resp
 
+
+def _add_file_routes(app: FastAPI, data: Path) -> None:
+    from app.web.files import PathRefused, safe_path, thumbnail
+
     def serve(request: Request, path: str, thumb: bool) -> Response:
-        if auth.user_of_token(token(request)) is None:
+        if request.state.user is None:
             return JSONResponse({"error": "not logged in"}, status_code=401)
         try:
             real = thumbnail(data, path) if thumb else safe_path(data, path)
@@ -173,7 +168,37 @@ def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_coo
     def thumb_file(request: Request, path: str):
         return serve(request, path, thumb=True)
 
+
+def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_cookies: bool | None = None):
+    """The FastAPI app serving everything. Only media under `data_dir` are ever served
+    (app/web/files.py); `secure_cookies` None means "Secure when the request came over HTTPS"."""
+    from fastapi.middleware.cors import CORSMiddleware
+
+    from app.web import guards
+    from db.engine import open_db
+
+    data = Path(data_dir).resolve()
+    data.mkdir(parents=True, exist_ok=True)
+    Session = open_db(db_url, data)
+    auth = Auth(Session)
+    ctx = WebContext(Session=Session, data_dir=data, auth=auth)
+    app = FastAPI(title="MVP Studio", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.ctx = ctx
+    builders = _page_builders()
+    ctx.pages = tuple(builders)
+    # Our own CORS policy, allowing no other origin: Gradio then adds none of its own (it would let
+    # any page on a localhost port, or any origin when served under a real host name, read answers
+    # with the user's cookies).
+    app.add_middleware(CORSMiddleware, allow_origins=[], allow_credentials=False)
+    guards.install(app, auth, builders)
+    _add_auth_routes(app, auth, builders, secure_cookies)
+    _add_file_routes(app, data)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon():
+        return FileResponse(STATIC_DIR / "favicon.ico", media_type="image/x-icon",
+                            headers={"Cache-Control": "public, max-age=86400"})
 
     if "curate" in builders:            # the curate page's JSON API, matched before its Gradio mount
         from app.web.curate_api import register as register_curate_api
@@ -182,15 +207,19 @@ def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_coo
     for page, build in builders.items():
         blocks = build(ctx)
         blocks.queue(default_concurrency_limit=8)
+        blocks.delete_cache = GRADIO_DELETE_CACHE
 
         def dep(request: Request, _page=page) -> str | None:
-            return auth.user_for_page(token(request), _page)
+            user = getattr(request.state, "user", None)
+            return user.name if user is not None and user.role in PAGE_ROLES[_page] else None
         gr.mount_gradio_app(app, blocks, path=f"/{page}", auth_dependency=dep, head=HEAD,
-                            footer_links=[], ssr_mode=False, show_error=True)
+                            footer_links=[], ssr_mode=False, show_error=True, max_file_size=GRADIO_MAX_FILE,
+                            blocked_paths=[str(data)], enable_monitoring=False)
     return app
 
 
-def serve_forever(data_dir, db_url=None, host: str = "127.0.0.1", port: int = 7860) -> None:
+def serve_forever(data_dir, db_url=None, host: str = "127.0.0.1", port: int = 7860,
+                  secure_cookies: bool | None = None) -> None:
     import uvicorn
-    app = build_app(data_dir, db_url)
+    app = build_app(data_dir, db_url, secure_cookies=secure_cookies)
     uvicorn.run(app, host=host, port=port, log_level="warning")

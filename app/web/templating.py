@@ -1,33 +1,34 @@
-"""HTML from Jinja2 templates (app/web/templates/), every value autoescaped.
+"""HTML from Jinja2 templates (app/web/templates/), every value autoescaped (docs/web.md, "Layout").
 
     from app.web.templating import render
-    html = render("nav.html", links=[...], user=name)      # a str, ready for gr.HTML
+    html = render("nav.html", links=[...], user=name, role=role)    # ready for gr.HTML or a response
 
-Values are escaped unless they are `Markup` (a fragment another template rendered). Templates get
-`frame_url` (the URL of a data-directory frame) as a global. An undefined name is an error, not an
-empty string, so a typo in a template fails its test instead of rendering blank."""
+A value is escaped unless it is `Markup` (what `render` returns, so a rendered fragment can go into
+another template as is). Templates get `frame_url` (the URL of a data-directory frame) as a global.
+An undefined name is an error, not an empty string, so a typo in a template fails its test instead
+of rendering blank. The login page was the first user (docs/web.md, "Login and sessions")."""
 from __future__ import annotations
 
-import functools
+from functools import lru_cache
 from pathlib import Path
 
-import jinja2
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
 from app.web.files import frame_url
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
 
-@functools.cache
-def environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                             auto_reload=False)
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(TEMPLATES_DIR),
+                      autoescape=select_autoescape(default=True, default_for_string=True),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals["frame_url"] = frame_url
     return env
 
 
-def render(name: str, **context) -> Markup:
-    """The template `name` rendered with `context` (a Markup string: safe to nest in another render)."""
-    return Markup(environment().get_template(name).render(**context))
+def render(name: str, **values) -> Markup:
+    """The template `name` (a file in app/web/templates/) rendered with `values`, escaped."""
+    return Markup(environment().get_template(name).render(**values))

@@ -1,0 +1,93 @@
+"""The HTTP-level guards every request passes (docs/web.md, "What the server refuses"), as one ASGI
+middleware function installed by `app.web.server.build_app`:
+
+1. Cross-site writes: an unsafe method (POST, PUT, PATCH, DELETE) whose `Origin` is not this server's
+   own host, or whose `Sec-Fetch-Site` says another origin sent it, is refused 403. This is what stops
+   a page on another port of the same host (same *site*, so SameSite cookies are sent) from posting
+   logins, logouts, verdicts or Gradio events. Clients that send neither header (curl, httpx) are not
+   browsers carrying someone else's cookie and pass.
+2. Pages by role: a request under a page's prefix (`/admin/...`, including its Gradio endpoints) needs
+   a session whose role may use that page (401/403, or a redirect to the login page for a page GET).
+3. Gradio routes no page needs: uploads (no page takes files) and Gradio's run-history and
+   "vibe" editor routes are refused for everyone; its monitoring and profiling routes (endpoint
+   timings) for everyone but admins.
+4. Headers on every answer: `Content-Security-Policy: frame-ancestors 'self'` (and X-Frame-Options
+   for old browsers) against click-jacking, `X-Content-Type-Options: nosniff`, `Referrer-Policy`."""
+from __future__ import annotations
+
+from urllib.parse import quote, urlsplit
+
+from fastapi import Request
+from fastapi.responses import JSONResponse, RedirectResponse
+from starlette.concurrency import run_in_threadpool
+
+from app.web.auth import COOKIE, PAGE_ROLES, Auth
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "frame-ancestors 'self'",
+    "X-Frame-Options": "SAMEORIGIN",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# First path segment under /<page>/ (after an optional gradio_api/): who may call it.
+GRADIO_REFUSED = ("upload", "upload_progress", "run-history", "runs", "vibe-edit", "undo-vibe-edit",
+                  "vibe-code", "vibe-starter-queries", "dev")
+GRADIO_ADMIN_ONLY = ("monitoring", "profiling")
+
+
+def cross_site(request: Request) -> bool:
+    """True when a browser says another origin sent this request."""
+    origin = request.headers.get("origin")
+    if origin is not None:
+        return origin == "null" or urlsplit(origin).netloc.lower() != request.headers.get("host", "").lower()
+    site = request.headers.get("sec-fetch-site")
+    return site is not None and site not in ("same-origin", "none")
+
+
+def _gradio_segment(rest: str) -> str:
+    rest = rest[len("gradio_api/"):] if rest.startswith("gradio_api/") else rest
+    return rest.split("/", 1)[0]
+
+
+def _refused(status: int, error: str) -> JSONResponse:
+    return JSONResponse({"error": error}, status_code=status)
+
+
+async def _page_check(request: Request, auth: Auth, pages, user) -> JSONResponse | RedirectResponse | None:
+    parts = request.url.path.split("/", 2)
+    page = parts[1] if len(parts) > 1 else ""
+    if page not in pages:
+        return None
+    rest = parts[2] if len(parts) > 2 else ""
+    seg = _gradio_segment(rest)
+    if seg in GRADIO_REFUSED:
+        return _refused(403, f"forbidden: /{page}/{rest} is not offered (no page takes uploads)")
+    if user is None:
+        if request.method == "GET" and rest == "":
+            nxt = quote(request.url.path + ("?" + request.url.query if request.url.query else ""))
+            return RedirectResponse(f"/login?next={nxt}", status_code=303)
+        return _refused(401, "not logged in")
+    if user.role not in PAGE_ROLES[page]:
+        return _refused(403, f"forbidden: {user.name} may not use the {page} page")
+    if seg in GRADIO_ADMIN_ONLY and user.role != "admin":
+        return _refused(403, f"forbidden: /{page}/{rest} is for admins")
+    return None
+
+
+def install(app, auth: Auth, pages) -> None:
+    """Add the guard middleware to `app`. `request.state.user` is the caller's
+    `db.web_sessions.SessionUser` (or None) for the routes behind it."""
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next):
+        token = request.cookies.get(COOKIE)
+        user = await run_in_threadpool(auth.session_of, token) if token else None
+        request.state.user = user
+        if request.method in UNSAFE_METHODS and cross_site(request):
+            resp = _refused(403, "forbidden: cross-site request (its Origin is not this server)")
+        else:
+            resp = await _page_check(request, auth, pages, user) or await call_next(request)
+        for k, v in SECURITY_HEADERS.items():
+            resp.headers.setdefault(k, v)
+        return resp

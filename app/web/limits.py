@@ -1,0 +1,63 @@
+"""Bounds on what a client may send to the app's own JSON endpoints: the body's size and its nesting
+depth. Python's json parser recurses, so a body of a few kilobytes of `[` raises RecursionError (a 500)
+unless the depth is capped; the API's requests are flat objects, so a small cap costs nothing."""
+from __future__ import annotations
+
+import json
+
+from fastapi import Request
+
+from mvp_core.errors import UserError
+
+MAX_JSON_BYTES = 256 * 1024       # a curate request carries a state of a few hundred puzzle ids at most
+MAX_JSON_DEPTH = 8                # {"state": {"back": ["id"]}} is depth 3
+
+
+class BadBody(UserError):
+    """The request body is not acceptable JSON; `status` is the HTTP code to answer with."""
+
+    def __init__(self, msg: str, status: int = 400):
+        super().__init__(msg)
+        self.status = status
+
+
+def json_depth(value) -> int:
+    """Nesting depth of a parsed JSON value (a scalar is 0), walked without recursion."""
+    depth, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            v = list(v.values())
+        if isinstance(v, list):
+            depth = max(depth, d)
+            stack.extend((x, d + 1) for x in v if isinstance(x, (dict, list)))
+    return depth
+
+
+def parse_json(raw: bytes, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH):
+    """The parsed body, or BadBody with one line (413 too large, 400 otherwise)."""
+    if len(raw) > max_bytes:
+        raise BadBody(f"bad request: the body is larger than {max_bytes // 1024} KiB", status=413)
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise BadBody(f"bad request: JSON nested deeper than {max_depth} levels") from None
+    except ValueError:
+        raise BadBody("bad request: the body is not valid JSON") from None
+    if json_depth(value) > max_depth:
+        raise BadBody(f"bad request: JSON nested deeper than {max_depth} levels")
+    return value
+
+
+async def read_json(request: Request, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH):
+    """Read and parse the request's body within the bounds; stops reading once it is too large."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise BadBody(f"bad request: the body is larger than {max_bytes // 1024} KiB", status=413)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise BadBody(f"bad request: the body is larger than {max_bytes // 1024} KiB", status=413)
+        chunks.append(chunk)
+    return parse_json(b"".join(chunks), max_bytes, max_depth)

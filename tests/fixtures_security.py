@@ -1,0 +1,160 @@
+"""Helpers and fixtures for the security suite (tests/test_security_*.py) and the access tests: log in
+over plain HTTP the way a browser does (GET the form for its CSRF token, then POST), start and restart
+`mvp serve` subprocesses on a data directory of their own, and a populated copy of the web test data
+(more puzzles, and every kind of file a real data directory holds)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CSRF_RE = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+def login_form(url: str, client: httpx.Client | None = None, headers: dict | None = None) -> tuple[httpx.Client, str]:
+    """(client holding the login-CSRF cookie, the form's token)."""
+    c = client or httpx.Client(base_url=url, timeout=60, follow_redirects=False)
+    r = c.get("/login", headers=headers or {})
+    assert r.status_code == 200, r.text
+    return c, CSRF_RE.search(r.text).group(1)
+
+
+def post_login(c: httpx.Client, token: str, name: str, password: str, headers: dict | None = None,
+               next_url: str = "/") -> httpx.Response:
+    return c.post("/login", data={"username": name, "password": password, "csrf": token, "next": next_url},
+                  headers=headers or {})
+
+
+def http_login(url: str, name: str, password: str, headers: dict | None = None) -> httpx.Client:
+    """An httpx client logged in as `name` (asserts the login worked)."""
+    c, tok = login_form(url, headers=headers)
+    r = post_login(c, tok, name, password, headers=headers)
+    assert r.status_code == 303, (r.status_code, r.text[:300])
+    return c
+
+
+def session_token(url: str, name: str, password: str, headers: dict | None = None) -> str:
+    return http_login(url, name, password, headers).cookies.get("mvp_session")
+
+
+class Server:
+    """`mvp serve` as a subprocess; restartable on the same port."""
+
+    def __init__(self, data: Path, db_url: str, port: int, log: Path, extra: list[str] | None = None):
+        self.data, self.db_url, self.port, self.log_path = data, db_url, port, log
+        self.extra = extra or []
+        self.url = f"http://127.0.0.1:{port}"
+        self.proc = None
+
+    def start(self, timeout: float = 120) -> "Server":
+        log = open(self.log_path, "a")
+        self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--data", str(self.data),
+                                      "--db", self.db_url, "--port", str(self.port), *self.extra],
+                                     cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                     env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        log.close()
+        deadline = time.time() + timeout
+        while True:
+            try:
+                urllib.request.urlopen(self.url + "/login", timeout=2)
+                return self
+            except OSError:
+                if self.proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError("mvp serve did not start:\n" + self.log_path.read_text()[-3000:])
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+def sqlite_copy(src: Path, dst: Path) -> None:
+    """A consistent copy of a live SQLite database (the online backup API)."""
+    s, d = sqlite3.connect(src), sqlite3.connect(dst)
+    with d:
+        s.backup(d)
+    s.close()
+    d.close()
+
+
+def clone_puzzles(Session, n: int) -> int:
+    """Copy the stored puzzles under new ids until there are `n` (same frames, so they render and serve
+    like real ones); the review queue learns them through its trigger."""
+    from sqlalchemy import func, insert, select
+
+    from db.models import Option, Puzzle
+    from db.review import sync_queue
+    with Session() as s:
+        rows = s.scalars(select(Puzzle)).all()
+        opts = {r.id: s.scalars(select(Option).where(Option.puzzle_id == r.id)).all() for r in rows}
+        have = s.scalar(select(func.count()).select_from(Puzzle))
+        puz, opt = [], []
+        for i in range(n - have):
+            r = rows[i % len(rows)]
+            pid = f"c{i:05d}{r.id[6:]}"[:32]
+            rec = json.loads(r.record_json)
+            rec["id"] = pid
+            puz.append({"id": pid, "video_id": r.video_id, "params_key": r.params_key, "mask_start": r.mask_start,
+                        "mask_length": r.mask_length, "n_options": r.n_options,
+                        "record_json": json.dumps(rec, sort_keys=True, separators=(",", ":"))})
+            opt += [{"puzzle_id": pid, "label": o.label, "uri": o.uri, "t": o.t, "source_video_id": o.source_video_id,
+                     "kind": o.kind, "difficulty": o.difficulty} for o in opts[r.id]]
+        if puz:
+            s.execute(insert(Puzzle), puz)
+            s.execute(insert(Option), opt)
+        s.commit()
+        sync_queue(s)
+        s.commit()
+        return s.scalar(select(func.count()).select_from(Puzzle))
+
+
+@pytest.fixture(scope="session")
+def sec_data(web_data, tmp_path_factory):
+    """(data_dir, db_url, Session): a copy of the web test data with 400 puzzles, its own database
+    (so the security suite's logins, throttle rows and verdicts never touch the shared web app) and
+    every kind of file a working data directory holds."""
+    import shutil
+
+    from db.engine import open_db
+    from db.users import add_user
+    src, _, _, _ = web_data
+    data = tmp_path_factory.mktemp("sec") / "data"
+    shutil.copytree(src, data, ignore=shutil.ignore_patterns("mvp.sqlite*"))
+    sqlite_copy(src / "mvp.sqlite", data / "mvp.sqlite")
+    url = f"sqlite:///{data / 'mvp.sqlite'}"
+    Session = open_db(url, data)
+    clone_puzzles(Session, 400)
+    with Session() as s:
+        for i in range(20):
+            add_user(s, f"cur{i:02d}", "curator", f"cur{i:02d}-password")
+        add_user(s, "mallory", "curator", "mallory-password")
+        s.commit()
+    for rel, text in {"runs/20260101-000000-set/config.yaml": "learning_rate: 1.0e-6\n",
+                      "runs/20260101-000000-set/metrics.jsonl": '{"step": 1}\n',
+                      "runs/20260101-000000-set/puzzles.jsonl": '{"answer": ["A"]}\n',
+                      "models/tiny/config.json": "{}", "train/active.json": "{}",
+                      "exports/set1/puzzles.jsonl": '{"answer": ["B"]}\n', "configs/grpo.yaml": "beta: 0\n",
+                      "cache/clips/notes.txt": "not a clip", "frames/readme.txt": "not a frame"}.items():
+        (data / rel).parent.mkdir(parents=True, exist_ok=True)
+        (data / rel).write_text(text)
+    return data, url, Session
