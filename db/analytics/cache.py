@@ -10,7 +10,8 @@ import pyarrow as pa
 from sqlalchemy import Text, cast, func, select
 from sqlalchemy.engine import Engine
 
-from db.analytics.pull import BULK_MIN_ROWS, adbc_connect, arrow_adbc, arrow_table
+from db.analytics import pull
+from db.analytics.pull import adbc_connect, arrow_adbc, arrow_table
 from db.engine import read_engine
 from db.models import Option, Puzzle
 from db.models.curation import CuratedSet, OptionVerdict, SetItem, User, VerdictEvent
@@ -92,10 +93,10 @@ class StoreCopy:
 
     def _fetch(self, conn, stmt, cols: list[tuple[str, str]], n_hint: int) -> pa.Table:
         """Rows of a Core select as Arrow: on PostgreSQL through ADBC when about `n_hint` >
-        BULK_MIN_ROWS rows are expected, else through the pooled connection's DBAPI cursor.
+        pull.BULK_MIN_ROWS rows are expected, else through the pooled connection's DBAPI cursor.
         `cols`: (name, DuckDB type) of each column."""
         names, types = [n for n, _ in cols], [t for _, t in cols]
-        adbc = adbc_connect(self.engine) if n_hint > BULK_MIN_ROWS else None
+        adbc = adbc_connect(self.engine) if n_hint > pull.BULK_MIN_ROWS else None   # read at call time (tests lower it)
         if adbc is None:
             return arrow_table(conn, stmt, names, types)
         try:
