@@ -34,9 +34,10 @@ def _page_builders() -> dict:
     """page -> build(ctx) returning a gr.Blocks. Pages whose module is not there yet are left out."""
     from app.web.pages import admin as page_admin
     from app.web.pages import curate as page_curate
+    from app.web.pages import data as page_data
     from app.web.pages import rollouts as page_rollouts
     from app.web.pages import stats as page_stats
-    builders = {"curate": page_curate.build, "rollouts": page_rollouts.build, "stats": page_stats.build,
+    builders = {"curate": page_curate.build, "datasets": page_data.build, "rollouts": page_rollouts.build, "stats": page_stats.build,
                 "admin": page_admin.build}
     train = _train_builder()
     if train is not None:
@@ -203,6 +204,9 @@ def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_coo
     if "curate" in builders:            # the curate page's JSON API, matched before its Gradio mount
         from app.web.curate_api import register as register_curate_api
         register_curate_api(app, ctx)
+    if "datasets" in builders:          # the Data page's export downloads, likewise
+        from app.web.pages.data import register as register_data_routes
+        register_data_routes(app, ctx)
 
     for page, build in builders.items():
         blocks = build(ctx)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gradio as gr
 
 from app.web.common import WebContext, guard, msg_html, nav_html
+from app.web.pages import rollouts_steer
 from app.web.templating import render
 from db import rollout_views as rd
 from mvp_core.reward import split_completion
@@ -52,6 +53,7 @@ def build(ctx: WebContext) -> gr.Blocks:
         with gr.Row(elem_classes=["mvp-side"]):
             left = gr.HTML(elem_id="ro-left")
             right = gr.HTML(elem_id="ro-right")
+        rollouts_steer.build_panel(ctx, run, puzzle)   # steered vs unsteered answer (docs/steer.md)
 
         def on_load(request: gr.Request):
             with guard(ctx, request, PAGE):
