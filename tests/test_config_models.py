@@ -12,7 +12,7 @@ from mvp_core.config import MAX_CONFIG_BYTES, DocumentedConfig, load_yaml_mappin
 from mvp_core.errors import UserError
 from mvp_core.grpo.config import load_config
 from mvp_core.puzzle import SYNTH_VERSION, stable_id
-from mvp_core.synth.config import SynthConfig, SynthRunSettings
+from mvp_core.synth.config import SynthConfig
 
 
 class _Demo(DocumentedConfig):
@@ -67,7 +67,8 @@ def test_synth_key_is_the_documented_dict():
     c = SynthConfig.from_values({"fps": 2.0, "n": 6, "m": 2, "l": 3, "seed": 7})
     expected = stable_id({"fps": 2.0, "n": 6, "m": 2, "l": 3, "kappa": None, "per_video": 3, "seed": 7,
                           "tail": False, "hardness": "hard", "embedder": "pixel", "max_side": 640,
-                          "neighbourhood": 0.5, "synth_version": SYNTH_VERSION})
+                          "neighbourhood": 0.5, "max_overlap": 0.0, "cross_video": 0,
+                          "synth_version": SYNTH_VERSION})
     assert c.key() == expected and SynthConfig().key() != expected
 
 
@@ -80,6 +81,7 @@ def test_synth_key_is_the_documented_dict():
     ({"kappa": 1.5}, "kappa must be in (-1, 1), got 1.5"),
     ({"hardness": "easy"}, "hardness must be one of hard, random, not 'easy'"),
     ({"fps": float("nan")}, "fps must be a finite number"),
+    ({"m": 3, "l": 4, "cross_video": 20}, "m + l + cross-video <= 26"),
 ])
 def test_synth_settings_are_checked(values, message):
     if message is None:
@@ -94,7 +96,6 @@ def test_synth_cli_reports_a_bad_setting_in_one_line(tmp_path, capsys):
     from app.cli import main
     assert main(["synth", str(tmp_path), "--data", str(tmp_path / "d"), "--m", "9"]) == 2
     assert capsys.readouterr().err.strip() == "error: m=9 leaves no context around the gap with N=8"
-    assert main(["synth", str(tmp_path), "--data", str(tmp_path / "d"), "--workers", "0"]) == 2
-    assert capsys.readouterr().err.strip() == "error: workers must be >= 1, got 0"
-    with pytest.raises(UserError, match="timeout must be > 0"):
-        SynthRunSettings.from_values({"timeout": -1})
+    assert main(["synth", str(tmp_path), "--data", str(tmp_path / "d"), "--max-overlap", "1.5"]) == 2
+    assert capsys.readouterr().err.strip() == "error: max_overlap must be in [0, 1], got 1.5"
+    assert not (tmp_path / "d").exists()                          # refused before anything was written

@@ -1,8 +1,8 @@
-"""The synthesis settings (`mvp synth` options) as documented, validated models.
+"""The synthesis settings (`mvp synth` options that change the output) as a documented, validated model.
 
 `SynthConfig` holds everything that changes the puzzles a video gives: its `key()` is part of every
-puzzle id, so it must stay the same function of the same values. `SynthRunSettings` holds how the
-work is run (workers, engine, time limit), which never changes the output."""
+puzzle id, so it must stay the same function of the same values (docs/SYNTHESIS.md). How the work is
+run (workers, engine, time limits) never changes the output and stays with the CLI."""
 from __future__ import annotations
 
 from typing import Literal
@@ -32,6 +32,10 @@ class SynthConfig(DocumentedConfig):
                                                            "is at most this many pixels.")
     neighbourhood: float = Field(0.5, ge=0.0, le=100.0, description=(
         "Distractor window: the sequence's span widened by this fraction on each side."))
+    max_overlap: float = Field(0.0, ge=0.0, le=1.0, description=(
+        "Share of a puzzle's m targets that may repeat frames of another puzzle of the same video."))
+    cross_video: int = Field(0, ge=0, le=len(LABELS), description=(
+        "Extra distractors per puzzle from other videos of the run (kind cross_video)."))
 
     @model_validator(mode="after")
     def _room_for_the_gap(self):
@@ -39,6 +43,8 @@ class SynthConfig(DocumentedConfig):
             raise UserError(f"m={self.m} leaves no context around the gap with N={self.n}")
         if self.m + self.l > len(LABELS):
             raise UserError(f"l must be >= 1 and m + l <= {len(LABELS)}")
+        if self.m + self.l + self.cross_video > len(LABELS):
+            raise UserError(f"cross-video must be >= 0 and m + l + cross-video <= {len(LABELS)}")
         return self
 
     def key(self) -> str:
@@ -50,10 +56,3 @@ class SynthConfig(DocumentedConfig):
     def validate(self) -> None:
         """Kept for callers of the dataclass era: a SynthConfig is validated when built."""
 
-
-class SynthRunSettings(DocumentedConfig):
-    workers: int = Field(1, ge=1, le=1024, description="Worker processes (local) or tasks in flight (Ray).")
-    engine: Literal["local", "ray"] = Field("local", description="local: worker processes on this machine; "
-                                                                 "ray: Ray tasks.")
-    ray_address: str | None = Field(None, description="Connect to this Ray cluster instead of starting one.")
-    timeout: float = Field(600.0, gt=0.0, le=7 * 86400.0, description="Hard time limit per video, seconds.")
