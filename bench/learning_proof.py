@@ -142,7 +142,7 @@ def evaluate_all(models: dict[str, Path], test_jsonl: Path, work: Path, env) -> 
         out = work / "eval" / f"{name}.json"
         if not out.is_file():
             mvp("eval", "--model", models[name], "--puzzles", test_jsonl, "--out", out, "--no-db",
-                "--threads", "1", env=env, log=work / "eval.log")
+                "--threads", "1", "--max-new-tokens", 32, env=env, log=work / "eval.log")
         reports[name] = json.loads(out.read_text())
     return reports
 

@@ -46,8 +46,8 @@ class HeldOut:
 
     @classmethod
     def from_config(cls, cfg) -> "HeldOut | None":
-        """None when the run has no eval puzzles (eval_puzzles empty or not a setting of cfg)."""
-        if not getattr(cfg, "eval_puzzles", ""):
+        """None when the run has no eval puzzles (eval_puzzles empty)."""
+        if not cfg.eval_puzzles:
             return None
         path = Path(cfg.eval_puzzles)
         records = read_puzzles(path, cfg.eval_split)
