@@ -36,9 +36,10 @@ def planned(sample_videos):
     """Puzzles planned in memory from the frames `mvp synth` samples (same decode, JPEGs, embeddings,
     planner and records), for many seeds at once: enough puzzles to compare hard and random
     distractors without synthesising the videos again per seed."""
+    from mvp_core.synth.config import SynthConfig
     from mvp_core.synth.embed import decode_jpeg
     from mvp_core.synth.job import _embedder, _record, _sample, sampling_rates
-    from mvp_core.synth.plan import SynthConfig, plan_puzzles
+    from mvp_core.synth.plan import plan_puzzles
     from mvp_core.video.decode import pick_indices, probe, sample_times
     frames, out = {}, {"hard": [], "random": []}
     for name in ("trailer_bbb", "bikes"):

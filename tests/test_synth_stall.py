@@ -15,8 +15,8 @@ from sqlalchemy import select
 from app.cli import main
 from db.engine import open_db
 from db.models import SynthFile
+from mvp_core.synth.config import SynthConfig
 from mvp_core.synth.job import time_limit_s
-from mvp_core.synth.plan import SynthConfig
 from mvp_core.synth.workers import run_local
 from mvp_core.video.decode import probe
 from mvp_core.video.scan import scan

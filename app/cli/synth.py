@@ -70,13 +70,13 @@ class _Tally:
 
 
 def _config(args):
+    from mvp_core.synth.config import SynthConfig
     from mvp_core.synth.embed import EmbedderSpec
-    from mvp_core.synth.plan import SynthConfig
-    cfg = SynthConfig(fps=args.fps, n=args.n, m=args.m, l=args.l, kappa=args.kappa, per_video=args.per_video,
-                      seed=args.seed, tail=args.tail, hardness=args.hardness,
-                      embedder=str(EmbedderSpec.parse(args.embedder)), max_side=args.max_side,
-                      max_overlap=args.max_overlap, cross_video=args.cross_video)
-    cfg.validate()
+    cfg = SynthConfig.from_values({   # validated: a bad setting is one line, before anything is written
+        "fps": args.fps, "n": args.n, "m": args.m, "l": args.l, "kappa": args.kappa, "per_video": args.per_video,
+        "seed": args.seed, "tail": args.tail, "hardness": args.hardness,
+        "embedder": str(EmbedderSpec.parse(args.embedder)), "max_side": args.max_side,
+        "max_overlap": args.max_overlap, "cross_video": args.cross_video})
     if cfg.embedder.startswith("clip:"):
         EmbedderSpec.parse(cfg.embedder).build()  # fail fast, once, on a bad checkpoint path
     return cfg

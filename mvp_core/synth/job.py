@@ -21,8 +21,9 @@ import numpy as np
 
 from mvp_core.errors import VideoError
 from mvp_core.puzzle import LABELS, SYNTH_VERSION, Frame, Mask, Option, Puzzle, VideoInfo, stable_id
+from mvp_core.synth.config import SynthConfig
 from mvp_core.synth.embed import EmbedderSpec, decode_jpeg, is_flat
-from mvp_core.synth.plan import Layout, SynthConfig, count_keyframes, plan_puzzles
+from mvp_core.synth.plan import Layout, count_keyframes, plan_puzzles
 from mvp_core.video.decode import check_file, file_sha256, iter_frames, native_fps, pick_indices, probe, sample_times
 from mvp_core.video.frames import FrameStore, encode_jpeg
 

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import wait
 
+from mvp_core.synth.config import SynthConfig
 from mvp_core.synth.job import VideoResult, process_video
-from mvp_core.synth.plan import SynthConfig
 
 DEFAULT_STALL_S = 30.0       # no progress report for this long: the decode is hung (generous: a loaded machine)
 UNKNOWN_DURATION_LIMIT_S = 600.0  # limit for a file whose container does not say how long it is
