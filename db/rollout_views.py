@@ -5,11 +5,10 @@ A *source* is one model version's answers: the key "RUN_ID|CKPT" with CKPT "base
 starting model, checkpoint NULL) or a checkpoint id, so any two checkpoints (of one run or of two)
 can be put side by side. A group is shown against the record the model actually saw: the set's
 re-lettered record named by the answers (or the run), else the puzzle's own record. The advantage
-is the training formula (mvp_core.grpo.loss.group_advantages) with the run's scale_rewards."""
+is the training formula (mvp_core.grpo.loss.group_advantage_list), stored or computed."""
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 
 from sqlalchemy import distinct, func, select
@@ -108,11 +107,14 @@ def puzzles(s: Session, key: str, video_id: str) -> list[PuzzleSummary]:
     groups: dict[str, list[float]] = {}
     for pid, total in s.execute(q):
         groups.setdefault(pid, []).append(float(total))
+    import torch  # with the training code: imported when a page asks, not with the app
+
+    from mvp_core.grpo.loss import group_advantages
     out = []
     for pid, totals in groups.items():
-        mean = sum(totals) / len(totals)
-        std = math.sqrt(sum((t - mean) ** 2 for t in totals) / len(totals))
-        out.append(PuzzleSummary(pid, len(totals), mean, std))
+        # the std training divides by (Bessel-corrected; 0 for a group of one)
+        std = float(group_advantages(torch.tensor(totals), len(totals)).std.nan_to_num(0.0)[0])
+        out.append(PuzzleSummary(pid, len(totals), sum(totals) / len(totals), std))
     return out
 
 
@@ -134,30 +136,21 @@ def record_seen(s: Session, key: str, puzzle_id: str) -> dict | None:
     return json.loads(row.record_json) if row is not None else None
 
 
-def advantages(totals: list[float], scale_rewards: str = "group") -> list[float]:
-    """The trainer's group-relative advantage of each answer (one group)."""
-    import torch
-
-    from mvp_core.grpo.loss import group_advantages
-    if not totals:
-        return []
-    return group_advantages(torch.tensor(totals, dtype=torch.float64), len(totals), scale_rewards) \
-        .advantages.tolist()
-
-
 def group(s: Session, key: str, puzzle_id: str) -> list[dict]:
-    """The answers, in sample order, with each reward term and the training advantage."""
+    """The answers, in sample order, with each reward term and the advantage: the stored one (the
+    trainer's formula, written by `mvp rollout`), else the one training computes for this group
+    (`group_advantage_list`), marked."""
+    from mvp_core.grpo.loss import group_advantage_list  # torch: imported when a page asks
     src = parse_source(key)
     if src is None:
         return []
     rows = s.scalars(select(Rollout).where(*_where(src), Rollout.puzzle_id == puzzle_id)
                      .order_by(Rollout.sample_index)).all()
-    cfg = (s.get(Run, src[0]).config or {}) if rows else {}
-    scale = cfg.get("scale_rewards") if cfg.get("scale_rewards") in ("group", "batch", "none") else "group"
-    adv = advantages([r.total for r in rows], "group" if scale == "batch" else scale)
+    computed_adv = group_advantage_list([r.total for r in rows])
     return [{"sample": r.sample_index, "completion": r.completion, "chosen": list(r.chosen_labels or []),
              "format": r.format, "selection": r.selection, "order": r.order, "exact": r.exact,
-             "total": r.total, "advantage": a} for r, a in zip(rows, adv)]
+             "total": r.total, "advantage": a if r.advantage is None else r.advantage,
+             "advantage_computed": r.advantage is None} for r, a in zip(rows, computed_adv)]
 
 
 def fooled(record: dict, answers: list[dict]) -> list[dict]:

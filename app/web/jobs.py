@@ -88,47 +88,24 @@ def active(data_dir: Path, kind: str = "train") -> dict | None:
     return job
 
 
-def trainer_config(trainer: str, yaml_text: str, overrides: list[str]):
-    """The validated config of a run to launch: the page's YAML, then its form fields (`overrides`).
-    GRPO: mvp_core.grpo.config; SFT: mvp_core.grpo.sft_config (each its own keys)."""
-    import yaml
-
-    from mvp_core.grpo.config import parse_overrides
-    if trainer not in ("grpo", "sft"):
-        raise UserError(f"trainer must be grpo or sft, not {trainer!r}")
-    try:
-        base = yaml.safe_load(yaml_text or "") or {}
-    except yaml.YAMLError as e:
-        raise UserError(f"config is not valid YAML ({str(e).splitlines()[0]})") from None
-    if not isinstance(base, dict):
-        raise UserError("config must be a mapping of keys to values")
-    base.pop("run_info", None)
-    if trainer == "sft":
-        from pydantic import ValidationError
-
-        from mvp_core.grpo.sft_config import SFTConfig, _one_line
-        try:
-            return SFTConfig(**{**base, **parse_overrides(overrides)})
-        except ValidationError as e:
-            raise _one_line(e) from None
-    from mvp_core.grpo.config import from_dict
-    return from_dict(parse_overrides(overrides), base=from_dict(base)).validate()
-
-
 def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str, overrides: list[str],
            user: str, trainer: str = "grpo") -> dict:
     """Validate the settings (model directory included), snapshot the set into a new run directory
     and start `mvp train` (GRPO) or `mvp sft`. Refused while another training run is alive; a
     refused launch leaves no run directory behind."""
-    import yaml
-
     from app.web.models_known import check_model
-    from db.sets import set_lines
+    from db.sets import snapshot_set
+    from mvp_core.config import parse_overrides, parse_yaml_mapping
+    from mvp_core.grpo.config import GRPOConfig
+    from mvp_core.grpo.sft_config import SFTConfig
 
     data_dir = Path(data_dir)
     if not set_name:
         raise UserError("choose a curated set")
     check_model(model)
+    if trainer not in ("grpo", "sft"):
+        raise UserError(f"trainer must be grpo or sft, not {trainer!r}")
+    base = parse_yaml_mapping(yaml_text or "", "config")
     with open(jobs_dir(data_dir) / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)          # two clicks at once still start one run
         cur = active(data_dir)
@@ -137,14 +114,10 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
         run_dir = data_dir / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{trainer}-{_slug(set_name)}"
         fixed = [f"model={model}", f"output_dir={run_dir}", f"puzzles={run_dir / 'puzzles.jsonl'}",
                  f"data_dir={data_dir}", f"set_name={set_name}"]
-        cfg = trainer_config(trainer, yaml_text, overrides + fixed)
-        with Session() as s:
-            lines = set_lines(s, set_name)
-        if not lines:
-            raise UserError(f"curated set {set_name!r} holds no puzzles")
-        run_dir.mkdir(parents=True)
-        (run_dir / "puzzles.jsonl").write_text("".join(line + "\n" for line in lines))
-        (run_dir / "launch.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        cfg = (SFTConfig if trainer == "sft" else GRPOConfig).from_values(base, parse_overrides(overrides + fixed))
+        with Session() as s:     # refuses an empty or unknown set before writing anything
+            snapshot_set(s, set_name, run_dir / "puzzles.jsonl")
+        (run_dir / "launch.yaml").write_text(cfg.to_yaml())
         cmd = [sys.executable, "-m", "app.cli", "train" if trainer == "grpo" else "sft",
                str(run_dir / "launch.yaml")]
         job = _spawn(data_dir, "train", cmd, run_dir / "console.log",

@@ -17,7 +17,7 @@ from mvp_core.steer.layers import decoder_layers, hidden_from_call, replace_hidd
 
 
 def descend(energy, x: torch.Tensor, eta: float, steps: int, threshold: float | None = None,
-            gate: str = "off", rows: torch.Tensor | None = None):
+            gate: str = "off", rows: torch.Tensor | None = None, energy_after: bool = True):
     """(x after K normalised gradient steps, energy before [B], energy after [B], steps taken [B]).
     `rows`: a [B] bool mask of the rows allowed to move (None: all);
     gate "while": a row steps only while its current energy is above `threshold`."""
@@ -38,9 +38,11 @@ def descend(energy, x: torch.Tensor, eta: float, steps: int, threshold: float | 
         step = eta * g / (g.norm(dim=-1, keepdim=True) + 1e-8)
         x = torch.where(active[:, None], x - step, x).detach()
         taken += active.long()
-    with torch.no_grad():
-        e1 = energy(x)
-    return x.detach(), (e0 if e0 is not None else e1), e1, taken
+    e1 = None
+    if energy_after:   # one more forward, only when someone reads it (record=True)
+        with torch.no_grad():
+            e1 = energy(x)
+    return x.detach(), e0, e1, taken
 
 
 class Steering:
@@ -70,17 +72,20 @@ class Steering:
 
         def hook(_mod, args, kwargs):
             h = hidden_from_call(args, kwargs)
+            rows = None
+            if self.cfg.gate == "entry":
+                if layer == self.layers[0]:   # judged once per forward call, on entering the stack
+                    gm = self.gate_bank.models[layer].to(h.device).eval()
+                    with torch.no_grad():
+                        self._rows = gm(h[:, -1, :].float()) > self.gate_bank.metrics[layer].threshold
+                rows = self._rows
+                if not self.record and not bool(rows.any()):
+                    return None   # no row to steer: the layer runs on the untouched state, at no cost
             # generate() runs under no_grad / inference_mode; the steps need a graph on a fresh tensor.
             with torch.inference_mode(False), torch.enable_grad():
                 x0 = h[:, -1, :].clone().float()
-                rows = None
-                if self.cfg.gate == "entry":
-                    if layer == self.layers[0]:   # judged once per forward call, on entering the stack
-                        gm = self.gate_bank.models[layer].to(x0.device).eval()
-                        with torch.no_grad():
-                            self._rows = gm(x0) > self.gate_bank.metrics[layer].threshold
-                    rows = self._rows
-                x, e0, e1, taken = descend(energy, x0, self.cfg.eta, self.cfg.steps, thr, self.cfg.gate, rows)
+                x, e0, e1, taken = descend(energy, x0, self.cfg.eta, self.cfg.steps, thr, self.cfg.gate, rows,
+                                           energy_after=self.record)
                 new = h.clone()
                 new[:, -1, :] = x.to(h.dtype)
             if self.record:

@@ -4,16 +4,13 @@ answer with its reasoning, its chosen frames shown in the gap, every reward term
 advantage; how often each distractor fooled the model. Pure functions of records and rows."""
 from __future__ import annotations
 
-import re
-
 from app.web.common import esc
 from app.web.files import frame_url
 from app.web.pages.curate_view import filmstrip_html
 from db import rollout_views as rd
 from mvp_core.puzzle import Puzzle
 
-_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+from mvp_core.reward import split_completion
 
 
 def prompt_text(record: dict, run_config: dict) -> str:
@@ -75,7 +72,7 @@ def in_gap_html(record: dict, chosen: list[str]) -> str:
             slots.append(_thumb(uri.get(lab), lab, "ok" if truth[i] == lab else "bad"))
         else:
             slots.append('<span class="mvp-slot-empty">?</span>')
-    extra = "".join(_thumb(uri.get(lab), lab, "bad") for lab in chosen[m:])
+    extra = "".join(_thumb(uri.get(lab), lab, "bad") for lab in chosen[m:]) or ("" if chosen else "<i>none</i>")
     return (f'<div class="mvp-seq mvp-ingap">{before}<div class="mvp-gap mvp-seq">{"".join(slots)}{extra}</div>'
             f'{after}</div>')
 
@@ -91,19 +88,17 @@ def group_html(record: dict | None, answers: list[dict] | None, title: str) -> s
     exact = sum(a["exact"] for a in answers) / len(answers)
     rows = []
     for a in answers:
-        think = _THINK.search(a["completion"] or "")
-        ans = _ANSWER.search(a["completion"] or "")
-        reasoning = think.group(1).strip() if think else (a["completion"] or "")
+        reasoning, answer_text = split_completion(a["completion"] or "")
         rows.append(
             f'<tr class="mvp-answer-row" data-sample="{a["sample"]}" data-total="{a["total"]:.6f}" '
             f'data-advantage="{a["advantage"]:.6f}"><td>{a["sample"]}</td>'
             f'<td><div class="mvp-think">{esc(reasoning)}</div>'
-            f'<div class="mvp-cap">answer: {esc(ans.group(1).strip() if ans else "(none)")}</div></td>'
+            f'<div class="mvp-cap">answer: {esc(answer_text if answer_text is not None else "(none)")}</div></td>'
             f'<td>{in_gap_html(record, a["chosen"])}</td>'
             f'<td class="mvp-terms">format {a["format"]:.2f}<br>selection {a["selection"]:.2f}<br>'
             f'order {a["order"]:.2f}<br>exact {a["exact"]:.2f}</td>'
             f'<td class="mvp-total"><b>{a["total"]:.3f}</b></td>'
-            f'<td class="mvp-adv">{a["advantage"]:+.3f}</td></tr>')
+            f'<td class="mvp-adv">{a["advantage"]:+.3f}{"*" if a.get("advantage_computed") else ""}</td></tr>')
     fooled = "".join(
         f'<tr><td>{_thumb(d["uri"], d["label"])}</td><td>{esc(d["kind"])}</td><td>{d["difficulty"]:.2f}</td>'
         f'<td>{d["chosen"]} / {len(answers)}</td><td>{100 * d["rate"]:.0f}%</td></tr>'
@@ -124,7 +119,7 @@ def run_html(info: dict) -> str:
         return ""
     model = info.get("model_path") or ""
     warn = ""
-    if "random" in model.lower() or (info.get("config") or {}).get("random_weights"):
+    if any(w in model.lower() for w in ("tiny", "random")) or (info.get("config") or {}).get("random_weights"):
         warn = ' <b class="mvp-rej">(random-weight model: answers are noise, for demonstration)</b>'
     return (f'<div class="mvp-cap">run <code>{esc(info["id"])}</code> · {esc(info["kind"])} · base model '
             f'<code>{esc(model)}</code> · set {esc(info.get("set_name") or "-")}{warn}</div>')
