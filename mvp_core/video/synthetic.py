@@ -1,14 +1,14 @@
 """Short procedural videos with a clear arrow of time, for the learning proof and the demo.
 
-Every video shows one white object whose state changes monotonically with time over a
-background that is redrawn at every frame (a new random colour field: a "scene cut" per frame).
-The order of two frames is therefore decidable from the object alone, while whole-frame pixel
-similarity and colour histograms (what the shortcut audit's solvers use, docs/SYNTHESIS.md) carry
-almost no information about time. Kinds:
+Every video shows one white object whose state changes monotonically with time, always in the
+same direction (an arrow of time: the order of any two frames is decidable from the two frames
+alone), over a background that is redrawn at every frame (a new random colour field: a "scene
+cut" per frame). Whole-frame pixel similarity and colour histograms (what the shortcut audit's
+solvers use, docs/SYNTHESIS.md) therefore carry almost no information about time. Kinds:
 
-- slide: a square moves at constant speed in one of four directions
-- grow:  a ring (a ripple) widens (or closes) linearly; rings of different radii do not overlap
-- fill:  a thin bar fills from one edge (left, right, top or bottom)
+- slide: a square moves left to right at constant speed, at a random height
+- grow:  a ring (a ripple) widens linearly; rings of different radii do not overlap
+- fill:  a thin bar fills from the left edge, at a random height
 
 Hand-written on purpose: the frames are a few numpy operations; writing goes through moviepy and
 the ffmpeg that imageio-ffmpeg ships (DESIGN §5), the same encoder the project uses elsewhere.
@@ -88,7 +88,8 @@ def render(kind: str, seed: int, spec: VideoSpec | None = None) -> list[np.ndarr
         raise ValueError(f"kind must be one of {', '.join(KINDS)}")
     spec = spec or VideoSpec()
     rng = np.random.default_rng([seed, KINDS.index(kind)])
-    params = {"forward": bool(rng.integers(2)), "vertical": bool(rng.integers(2)),
+    # Fixed directions (forward, horizontal): the arrow of time is the same in every video.
+    params = {"forward": True, "vertical": False,
               "across": int(rng.integers(0, spec.size - spec.object_size + 1)),
               # thin objects: little pixel mass, so whole-frame similarity barely sees them
               "thin": max(2, spec.size // 20)}

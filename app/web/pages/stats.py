@@ -1,4 +1,4 @@
-"""The stats page: the store's DuckDB analytics (db/analytics.py) as charts and tables, plus the
+"""The stats page: the store's DuckDB analytics (db/analytics/) as charts and tables, plus the
 curation progress. Researchers and admins. Each question is one function of the store; the page
 only shapes the rows into DataFrames for Gradio's native plots."""
 from __future__ import annotations
