@@ -61,7 +61,8 @@ class Server:
         self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--data", str(self.data),
                                       "--db", self.db_url, "--port", str(self.port), *self.extra],
                                      cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                     env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                                     env=dict(os.environ, PYTHONUNBUFFERED="1",
+                                              GRADIO_TEMP_DIR=str(self.data.parent / "gradio-tmp")))
         log.close()
         deadline = time.time() + timeout
         while True:
