@@ -1,6 +1,8 @@
 """Verdict latency on the curate page with 100k puzzles in the database, measured in Chromium.
 
-Time from a verdict key press (keydown, in the page) to the next puzzle fully rendered: its id in
+Time from a verdict key press (keydown, in the page) to the next puzzle fully rendered. Solve
+first, then vet: before an accept/reject the bench answers the puzzle (digits, Enter) and waits for
+the revealed view; that part is not timed (it is not the verdict path). Rendered means: its id in
 the DOM, every <img> of it loaded and decoded, and one animation frame painted. The page's own
 clock measures it (performance.now()), so Playwright's overhead is not counted.
 
@@ -140,6 +142,17 @@ def load_avg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+def solve(page) -> None:
+    """Answer the shown puzzle (options 1..m into the gap, Enter) and wait for the revealed view."""
+    m = int(page.get_attribute("#mvp-puzzle", "data-m") or 0)
+    if page.get_attribute("#mvp-puzzle", "data-phase") != "answer" or not m:
+        return
+    for d in range(1, m + 1):
+        page.keyboard.press(str(d))
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#mvp-puzzle[data-phase=vet]", timeout=30000)
+
+
 class Variant:
     """One server (this tree's code, or an older copy's with --compare) and one logged-in page."""
 
@@ -178,8 +191,11 @@ class Variant:
         page = self.page
         page.bring_to_front()
         for i in range(n):
+            key = "aars"[(offset + i) % 4]
+            if key != "s":
+                solve(page)               # solve first, then vet: a/r need the curator's answer
             k = page.evaluate("() => window.mvpLat.length")
-            page.keyboard.press("aars"[(offset + i) % 4])
+            page.keyboard.press(key)
             try:
                 page.wait_for_function(f"() => window.mvpLat.length > {k}", timeout=30000)
             except Exception:
@@ -261,7 +277,7 @@ def main() -> int:
     cur = results["current"]["rendered"]
     print(json.dumps({"puzzles": args.puzzles, "verdicts": args.verdicts, "think_ms": args.think_ms,
                       "load_avg_before": load_before, "load_avg_after": load_avg(), **results,
-                      "target_p95_ms": 250, "meets_target": cur["p95_ms"] < 250}, indent=1))
+                      "target_p95_ms": 100, "meets_target": cur["p95_ms"] < 100}, indent=1))
     return 0
 
 

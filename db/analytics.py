@@ -388,13 +388,16 @@ def acceptance_by_video(engine: Engine) -> list[dict]:
 
 
 def curator_throughput(engine: Engine) -> list[dict]:
-    """Per curator and day: verdicts (incl. skips), median seconds per verdict, verdicts per hour."""
+    """Per curator and day: verdicts (accept/reject; a skip is not a verdict, see
+    db.review.stats.DECISIVE), median seconds per verdict, verdicts per hour."""
+    from db.review.stats import decisive_sql
     c = _cache(engine)
-    return c.query("""
+    return c.query(f"""
         SELECT u.name AS curator, CAST(pv.created_at AS DATE) AS day, count(*) AS verdicts,
                round(median(pv."seconds"), 2) AS median_seconds,
                round(3600.0 / NULLIF(median(pv."seconds"), 0), 1) AS per_hour
-        FROM pv JOIN users u ON u.id = pv.user_id GROUP BY ALL ORDER BY day, curator""")
+        FROM pv JOIN users u ON u.id = pv.user_id WHERE {decisive_sql("pv.verdict")}
+        GROUP BY ALL ORDER BY day, curator""")
 
 
 def curator_agreement(engine: Engine) -> list[dict]:

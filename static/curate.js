@@ -9,11 +9,23 @@
 // changes) or corrects it (another puzzle: it is shown instead); a refused verdict puts the
 // previous puzzle back with the error. Actions run one at a time in key order, and each applies
 // only to the puzzle that was on screen when its key was pressed.
+//
+// Solve first, then vet: while the shown puzzle is blind (data-phase="answer") a digit puts that
+// option into the next gap slot here in the page, with no request (so no answer and no timing can
+// differ between targets and distractors); Enter sends the picks as the answer, and the server
+// answers with the revealed view. Play-in-gap (p, Shift+digit) shows the chosen sequence inside the
+// gap, with the context before and after highlighted in turn, from the full-size frames; nothing is
+// rendered on the server. The tab's state is kept in sessionStorage, so a reload keeps its place.
 (function () {
   "use strict";
   if (window.mvpCurate) return;
 
-  let st = null;            // {pid, back, fwd, reveal}: this tab's navigation state (server checks it)
+  let st = null;            // {pid, back, fwd}: this tab's navigation state (server checks it)
+  let picks = [];           // labels picked into the gap while solving the shown puzzle
+  let shownAt = performance.now();
+  let player = null;        // the running play-in-gap timer
+  const SAVE_KEY = "mvp-curate-state";
+  const FRAME_MS = 600;     // each frame of a played sequence, as the clips used to
   let next = null;          // {pid, html, node}: the prepared view a verdict will most likely show
   let chain = Promise.resolve();
   let started = false;
@@ -43,7 +55,24 @@
     return d;
   }
 
-  function show(node) { const s = $("mvp-stage"); if (s) s.replaceChildren(node); }
+  function show(node) {
+    const s = $("mvp-stage");
+    if (!s) return;
+    stopPlay();
+    const before = shownPid();
+    s.replaceChildren(node);
+    if (shownPid() !== before) { picks = []; shownAt = performance.now(); }
+    else drawPicks();
+  }
+
+  function save(s) {
+    try { if (s || st) sessionStorage.setItem(SAVE_KEY, JSON.stringify(s || st)); } catch (e) { /* private mode */ }
+  }
+  function saved() { try { return JSON.parse(sessionStorage.getItem(SAVE_KEY) || "null"); } catch (e) { return null; } }
+  const phase = () => { const el = $("mvp-puzzle"); return el ? el.dataset.phase : "none"; };
+  const gapSize = () => { const el = $("mvp-puzzle"); return el ? Number(el.dataset.m || 0) : 0; };
+  const optCard = (i) => document.querySelector(`#mvp-puzzle .mvp-opt[data-index="${i}"]`);
+  const cardOf = (label) => document.querySelector(`#mvp-puzzle .mvp-opt[data-label="${CSS.escape(label)}"]`);
 
   function prepare(n) {
     next = null;
@@ -55,6 +84,7 @@
 
   function apply(data) {
     st = data.state;
+    save();
     show(nodeFor(data.html));
     prepare(data.next);
     showMsg(data.msg, data.kind);
@@ -105,32 +135,33 @@
     const r = document.querySelector("#mvp-reason input[type=radio]:checked");
     return r ? r.value : "ambiguous";
   }
-  function clearClip() { const c = $("mvp-clip-box"); if (c) c.replaceChildren(); }
 
   function verdict(v) {
     return onShown(async () => {
       if (!st) return;
+      if (v !== "skip" && phase() === "answer") { showMsg(ANSWER_FIRST, "warn"); return; }
       const before = { st, next, node: $("mvp-stage") && $("mvp-stage").firstElementChild };
       const note = noteBox() ? noteBox().value : "";
       const guess = st.pid && next ? next : null;
       if (guess) {                        // optimistic: show the prepared next puzzle now
         show(guess.node);
+        // what a reload should come back to, should it happen before the server answers
+        save({ pid: guess.pid, back: st.back.concat([st.pid]), fwd: st.fwd.slice(0, -1) });
         showMsg(`${v}: ${st.pid}`, "info");
         next = null;
       }
       setNote("");
-      clearClip();
       let data;
       try {
         data = await call("verdict", { state: st, verdict: v, note });
       } catch (e) {
-        st = before.st; next = before.next;
+        st = before.st; next = before.next; save();
         if (guess && before.node) show(before.node);
         setNote(note);
         throw e;
       }
       if (guess && data.state.pid === guess.pid && data.html === guess.html) {
-        st = data.state; prepare(data.next); showMsg(data.msg, data.kind);
+        st = data.state; save(); prepare(data.next); showMsg(data.msg, data.kind);
       } else {
         apply(data);
       }
@@ -146,31 +177,168 @@
     if (after) after();
   });
 
-  function play(index) {
+  const ANSWER_FIRST = "solve first: pick the options that fill the gap in order (digits), then press Enter";
+
+  // ---- solving: picks live in the page until Enter --------------------------------------------
+
+  function drawPicks() {
+    document.querySelectorAll("#mvp-puzzle .mvp-gap-slot[data-slot]").forEach((slot) => {
+      const label = picks[Number(slot.dataset.slot)];
+      const card = label && cardOf(label);
+      slot.replaceChildren();
+      slot.classList.toggle("picked", !!card);
+      if (!card) { slot.textContent = "?"; return; }
+      const img = document.createElement("img");
+      img.src = card.querySelector("img").src;
+      img.alt = "";
+      const cap = document.createElement("div");
+      cap.className = "mvp-cap";
+      cap.textContent = label;
+      slot.append(img, cap);
+    });
+    document.querySelectorAll("#mvp-puzzle .mvp-opt").forEach((c) => c.classList.toggle("picked", picks.includes(c.dataset.label)));
+  }
+
+  function pick(index) {
+    const card = optCard(index);
+    if (!card) { showMsg(`this puzzle has no option ${index}`, "warn"); return; }
+    const label = card.dataset.label;
+    if (picks.includes(label)) picks = picks.filter((x) => x !== label);
+    else if (picks.length < gapSize()) picks.push(label);
+    else { showMsg(`the gap holds ${gapSize()} frames: Backspace takes one back`, "warn"); return; }
+    showMsg("", "info");
+    drawPicks();
+  }
+
+  function unpick() { picks.pop(); drawPicks(); }
+
+  function submitAnswer() {
     return onShown(async () => {
-      if (!st) return;
-      showMsg(`rendering option ${index} in the gap…`, "info");
-      const d = await call("play", { state: st, index });
-      const c = $("mvp-clip-box");
-      if (c) c.innerHTML = d.clip;
-      showMsg(d.msg, d.kind);
+      if (!st || phase() !== "answer") return;
+      if (picks.length !== gapSize()) { showMsg(`pick ${gapSize()} options for the gap first`, "warn"); return; }
+      const seconds = Math.round((performance.now() - shownAt) / 100) / 10;
+      apply(await call("answer", { state: st, labels: picks.slice(), seconds }));
+      emit("answered", { pid: st.pid });
     });
   }
+
+  // ---- play-in-gap: the sequence inside the gap, context before and after -----------------------
+
+  function stopPlay() {
+    if (player) { clearTimeout(player.timer); player.restore(); player = null; }
+  }
+
+  function loadImg(url) {
+    const img = new Image();
+    img.src = url;
+    return img.decode().then(() => img, () => img);
+  }
+
+  async function playLabels(labels, what) {
+    stopPlay();
+    const gap = $("mvp-gap");
+    if (!gap || !labels.length) { showMsg("nothing to play: pick options first", "warn"); return; }
+    const before = Array.from(document.querySelectorAll("#mvp-puzzle .mvp-filmstrip > .mvp-frame"))
+      .filter((f) => f.compareDocumentPosition(gap) & Node.DOCUMENT_POSITION_FOLLOWING);
+    const after = Array.from(document.querySelectorAll("#mvp-puzzle .mvp-filmstrip > .mvp-frame"))
+      .filter((f) => f.compareDocumentPosition(gap) & Node.DOCUMENT_POSITION_PRECEDING);
+    const steps = [...before.map((f) => ({ el: f, url: f.dataset.full, cap: "before" })),
+      ...labels.map((l) => ({ el: gap, url: cardOf(l).dataset.full, cap: l })),
+      ...after.map((f) => ({ el: f, url: f.dataset.full, cap: "after" }))];
+    const t0 = performance.now();
+    const screen = document.createElement("div");
+    screen.className = "mvp-player";
+    const img = document.createElement("img");
+    const cap = document.createElement("div");
+    cap.className = "mvp-cap";
+    screen.append(img, cap);
+    const saved = Array.from(gap.childNodes);
+    const me = { timer: null, restore: () => { steps.forEach((s) => s.el.classList.remove("mvp-playing")); gap.replaceChildren(...saved); gap.classList.remove("playing"); } };
+    player = me;
+    const first = await loadImg(steps[0].url);
+    if (player !== me) return;
+    gap.replaceChildren(screen);
+    gap.classList.add("playing");
+    gap.scrollIntoView({ block: "nearest" });
+    let i = 0;
+    const frames = [first];
+    const rest = steps.slice(1).map((s) => loadImg(s.url));
+    const step = async () => {
+      if (player !== me) return;
+      if (i >= steps.length) { stopPlay(); emit("played", { labels }); return; }
+      const s = steps[i];
+      const im = frames[i] || (frames[i] = await rest[i - 1]);
+      if (player !== me) return;
+      steps.forEach((x) => x.el.classList.toggle("mvp-playing", x === s && x.el !== gap));
+      img.src = im.src;
+      cap.textContent = `${what}: ${s.cap === "before" || s.cap === "after" ? s.cap + " the gap" : s.cap}`;
+      if (i === 0) emit("play-started", { ms: performance.now() - t0, labels });
+      i += 1;
+      me.timer = setTimeout(step, FRAME_MS);
+    };
+    step();
+  }
+
+  function playPicks() {
+    if (phase() === "vet") {   // after the answer: the true frames (the page names them now)
+      const tgt = ($("mvp-puzzle").dataset.answer || "").split(",").filter(Boolean);
+      return playLabels(tgt, "the true frames");
+    }
+    return playLabels(picks, "your picks");
+  }
+
+  function play(index) {
+    const card = optCard(index);
+    if (!card) { showMsg(`this puzzle has no option ${index}`, "warn"); return; }
+    return playLabels([card.dataset.label], `option ${card.dataset.label}`);
+  }
+
+  function digit(index) {
+    if (phase() === "answer") pick(index);
+    else if (phase() === "vet") toggle(index);
+  }
+
+  function toggle(index) { const r = reason(); return simple("toggle", () => ({ index, reason: r }))(); }
+
+  function browse(filters) {
+    return enqueue(async () => {
+      const d = await call("browse", { state: st, filters });
+      apply(d);
+      const box = $("mvp-list-box");
+      if (box) box.innerHTML = d.list || "";
+    });
+  }
+
+  function filterValues() {
+    const v = (id) => { const el = $(id); return el ? el.value : ""; };
+    const num = (id) => (v(id) === "" ? null : Number(v(id)));
+    return { video: v("mvp-filter-video"), status: v("mvp-filter-status"), kind: v("mvp-filter-kind"),
+             dmin: num("mvp-filter-dmin"), dmax: num("mvp-filter-dmax") };
+  }
+
+  document.addEventListener("click", (e) => {
+    if (e.target.closest && e.target.closest("#mvp-filter-go")) { browse(filterValues()); return; }
+    const card = e.target.closest && e.target.closest("#mvp-puzzle[data-phase=answer] .mvp-opt");
+    if (card) { e.preventDefault(); pick(Number(card.dataset.index)); }
+  });
 
   function start() {
     if (started || !$("mvp-stage")) return;
     started = true;
-    const deep = new URLSearchParams(location.search).get("puzzle");
-    enqueue(async () => { apply(await call("load", { puzzle: deep })); refreshProgress(); });
+    const q = new URLSearchParams(location.search);
+    const deep = q.get("puzzle");
+    enqueue(async () => {
+      apply(await call("load", { puzzle: deep, state: deep ? null : saved() }));
+      refreshProgress();
+    });
+    if (q.get("video")) browse({ video: q.get("video") });   // queued after the load
   }
 
   window.mvpCurate = {
-    start, verdict, play,
+    start, verdict, play, playPicks, pick, unpick, submitAnswer, digit, toggle, browse,
     undo: simple("undo", null, refreshProgress),
     move: (step) => simple("move", () => ({ step }))(),
-    reveal: simple("reveal"),
-    toggle: (index) => { const r = reason(); return simple("toggle", () => ({ index, reason: r }))(); },
-    state: () => st,
+    state: () => st, picks: () => picks.slice(), phase,
   };
 
   // Gradio draws the page after this script runs: start as soon as the stage exists.

@@ -7,10 +7,11 @@
   if (window.mvpHotkeysInstalled) return;
   window.mvpHotkeysInstalled = true;
 
-  const KEYS = { a: "btn-accept", r: "btn-reject", s: "btn-skip", u: "btn-undo", v: "btn-reveal",
+  const KEYS = { a: "btn-accept", r: "btn-reject", s: "btn-skip", u: "btn-undo", p: "btn-play", Enter: "btn-answer",
                  ArrowLeft: "btn-prev", ArrowRight: "btn-next" };
   const CALLS = { a: (c) => c.verdict("accept"), r: (c) => c.verdict("reject"), s: (c) => c.verdict("skip"),
-                  u: (c) => c.undo(), v: (c) => c.reveal(), ArrowLeft: (c) => c.move(-1), ArrowRight: (c) => c.move(1) };
+                  u: (c) => c.undo(), p: (c) => c.playPicks(), Enter: (c) => c.submitAnswer(),
+                  Backspace: (c) => c.unpick(), ArrowLeft: (c) => c.move(-1), ArrowRight: (c) => c.move(1) };
 
   function typing(el) {
     if (!el) return false;
@@ -52,7 +53,7 @@
     const C = window.mvpCurate;
     if (digit) {
       if (!C) return;
-      if (e.shiftKey) C.play(Number(digit[1])); else C.toggle(Number(digit[1]));
+      if (e.shiftKey) C.play(Number(digit[1])); else C.digit(Number(digit[1]));
       handled = true;
     } else if (e.key === "?") {
       window.mvpToggleHelp(); handled = true;
@@ -60,8 +61,8 @@
       const h = document.getElementById("mvp-help"); if (h) h.hidden = true; handled = !!h;
     } else if (e.key === "c") {
       cycleReason(); handled = true;
-    } else if (KEYS[e.key] && !e.shiftKey) {
-      if (C) { CALLS[e.key](C); handled = true; } else handled = press(KEYS[e.key]);
+    } else if (CALLS[e.key] && !e.shiftKey) {
+      if (C) { CALLS[e.key](C); handled = true; } else handled = !!KEYS[e.key] && press(KEYS[e.key]);
     }
     if (handled) { e.preventDefault(); e.stopPropagation(); }
   }, true);

@@ -129,3 +129,16 @@ def test_estimate_matches_processor_on_real_frames(tiny_policy, model_data):
         inp = build_inputs(proc, recs[0], dir_loader(data), pcfg)
         est = estimate_prompt_tokens(proc, recs[0], pcfg, frame_hw=(180, 320))
         assert inp["input_ids"].shape[1] == est["total"], pcfg
+
+
+def test_tiny_presets(tmp_path):
+    """`mvp tiny-model --preset learn` builds the documented shape; an unknown preset is refused."""
+    from mvp_core.model.tiny import PRESETS, build_tiny_model
+    d = build_tiny_model(tmp_path / "learn", preset="learn")
+    cfg = json.loads((d / "config.json").read_text())
+    text, vision = cfg["text_config"], cfg["vision_config"]
+    assert (text["hidden_size"], text["num_hidden_layers"], vision["depth"]) == (192, 4, 2)
+    assert json.loads((d / "processor_config.json").read_text())["image_processor"]["size"]["longest_edge"] == 56 * 56
+    assert PRESETS["test"].hidden == 128 and "preset learn" in (d / "TINY_MODEL.txt").read_text()
+    with pytest.raises(ValueError, match="preset must be one of"):
+        build_tiny_model(tmp_path / "x", preset="huge")

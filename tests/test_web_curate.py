@@ -1,147 +1,149 @@
-"""A curator reviews five puzzles in Chromium with the keyboard only; the database holds exactly the
-verdicts given (including a distractor rejected with a reason, and an undone verdict)."""
+"""Curators in Chromium, keyboard only: solve each puzzle first (options into the gap, in order),
+then vet it. Nothing the page shows or receives before the answer tells targets from distractors;
+the database holds exactly the answers and verdicts given."""
 from __future__ import annotations
 
-import json
-
 import pytest
+from curate_steps import assert_blind, assert_no_leak, current, keys_for, record, wait_new, watch_api
 from fixtures_web import login, shot
 from sqlalchemy import select
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-
-def current(page) -> str:
-    return page.get_attribute("#mvp-puzzle", "data-puzzle-id")
-
-
-def press_and_wait_new(page, key: str, old: str) -> str:
-    page.keyboard.press(key)
-    page.wait_for_function(
-        "old => { const el = document.querySelector('#mvp-puzzle'); return el && el.dataset.puzzleId !== old; }",
-        arg=old, timeout=15000)
-    return current(page)
-
-
-def distractor_index(app, pid: str) -> tuple[int, str]:
-    from db.models import Puzzle
-    with app.Session() as s:
-        rec = json.loads(s.get(Puzzle, pid).record_json)
-    i = next(i for i, o in enumerate(rec["options"]) if o["kind"] != "target")
-    return i + 1, rec["options"][i]["label"]
-
-
-def test_curator_reviews_five_puzzles_with_keyboard(web_app, browser):
-    from db.models.curation import OptionVerdict, PuzzleVerdict, VerdictEvent
+def test_solve_first_then_vet(web_app, browser):
+    from db.models.curation import OptionVerdict, PuzzleVerdict
+    from db.models.human import HumanAnswer
     ctx, page = login(browser, web_app, "cora", path="/curate/")
-    page.wait_for_selector("#mvp-puzzle[data-puzzle-id]", timeout=30000)
-    page.wait_for_function("() => document.getElementById('btn-accept') && window.mvpHotkeysInstalled")
-    shot(page, "curate")
-    # static/curate.js reports each verdict the server confirmed, and whether the puzzle it showed
-    # at the key press (prepared in advance) was the one the server handed out
-    page.evaluate("() => { window.mvpConfirmed = []; document.addEventListener('mvp-curate', "
-                  "e => e.detail.type === 'confirmed' && window.mvpConfirmed.push(e.detail)); }")
-
-    # help overlay on '?'
-    page.keyboard.press("?")
-    page.wait_for_selector("#mvp-help:not([hidden])")
-    page.keyboard.press("?")
-    page.wait_for_selector("#mvp-help", state="hidden")
-
+    api = watch_api(page)
+    page.wait_for_selector("#mvp-puzzle[data-phase=answer]", timeout=30000)
+    page.wait_for_function("() => window.mvpHotkeysInstalled && window.mvpCurate")
+    assert "Rubric" in page.inner_text("#mvp-rubric")
     p1 = current(page)
-    p2 = press_and_wait_new(page, "a", p1)                    # 1: accept
+    r1 = record(web_app, p1)
+    assert_blind(page.inner_html("#mvp-stage"), r1)
+    # the cards look the same to the eye too: same border, size and colour for every option
+    styles = page.eval_on_selector_all("#mvp-puzzle .mvp-opt", "els => els.map(e => { const c = getComputedStyle(e);"
+                                       " return [c.borderColor, c.borderStyle, c.borderWidth, c.opacity].join(); })")
+    assert len(set(styles)) == 1
 
-    # 2: cycle the reason once (ambiguous -> too_easy), reject one distractor by its number, accept
+    # accept while blind: refused in the page, no request; picking into the gap makes no request either
+    n_api = len(api)
+    page.keyboard.press("a")
+    page.wait_for_selector(".mvp-msg-warn:has-text('solve first')")
+    digits = keys_for(r1, correct=True)
+    for d in digits:
+        page.keyboard.press(d)
+    page.wait_for_function("m => document.querySelectorAll('.mvp-gap-slot.picked').length === m", arg=len(digits))
+    page.wait_for_timeout(300)
+    assert len(api) == n_api, api[n_api:]
+    shot(page, "curate_solving")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#mvp-puzzle[data-phase=vet]", timeout=15000)
+    # revealed: the true frames fill the gap, the answer is scored, targets are marked
+    assert "exact match" in page.inner_text("#mvp-your-answer")
+    gap = page.eval_on_selector_all(".mvp-gap-slot.filled img", "els => els.map(e => e.getAttribute('src'))")
+    m0, m = r1["mask"]["start"], r1["mask"]["length"]
+    assert gap == [f"/thumb/{f['uri']}" for f in r1["frames"][m0:m0 + m]]
+    assert page.locator(".mvp-opt.target").count() == m
+    shot(page, "curate_revealed")
+    # vet: reject one distractor with a reason (c cycles ambiguous -> too_easy), then accept
     page.keyboard.press("c")
     page.wait_for_selector("#mvp-reason input[value='too_easy']:checked")
-    digit, label = distractor_index(web_app, p2)
-    page.keyboard.press(str(digit))
+    di = next(i for i, o in enumerate(r1["options"]) if o["kind"] != "target")
+    page.keyboard.press(str(di + 1))
+    label = r1["options"][di]["label"]
     page.wait_for_selector(f".mvp-opt[data-label='{label}'][data-state='reject']")
-    assert "too_easy" in page.inner_text(f".mvp-opt[data-label='{label}']")
-    # blind review: no kind in the page until revealed with 'v'
-    assert page.locator(".mvp-meta").count() == 0
-    page.keyboard.press("v")
-    page.wait_for_selector(".mvp-meta[data-kind]")
-    shot(page, "curate_revealed")
-    page.keyboard.press("v")
-    page.wait_for_selector(".mvp-meta", state="detached")
-    p3 = press_and_wait_new(page, "a", p2)
+    page.keyboard.press("a")
+    p2 = wait_new(page, p1)
+    assert page.get_attribute("#mvp-puzzle", "data-phase") == "answer"
 
-    p4 = press_and_wait_new(page, "r", p3)                    # 3: reject
+    # a wrong answer, then reject the puzzle
+    r2 = record(web_app, p2)
+    for d in keys_for(r2, correct=False):
+        page.keyboard.press(d)
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#mvp-puzzle[data-phase=vet]", timeout=15000)
+    assert "not exact" in page.inner_text("#mvp-your-answer")
+    page.keyboard.press("r")
+    p3 = wait_new(page, p2)
 
-    # 4: accept, then undo brings the same puzzle back with no verdict, then reject it
-    p5 = press_and_wait_new(page, "a", p4)
-    back = press_and_wait_new(page, "u", p5)
-    assert back == p4
-    assert page.locator(".mvp-mine").count() == 0             # the verdict is gone
-    p5b = press_and_wait_new(page, "r", p4)
-    assert p5b == p5
+    # a reload keeps the place and the history: the same puzzle, and <- goes back to p2
+    page.reload()
+    page.wait_for_selector(f"#mvp-puzzle[data-puzzle-id='{p3}']", timeout=30000)
+    page.wait_for_function("() => window.mvpHotkeysInstalled && window.mvpCurate && window.mvpCurate.state()")
+    page.keyboard.press("ArrowLeft")
+    assert wait_new(page, p3) == p2 and "reject" in page.inner_text(".mvp-mine")
+    page.keyboard.press("ArrowRight")
+    assert wait_new(page, p2) == p3
 
-    after = press_and_wait_new(page, "s", p5)                 # 5: skip
-    assert after != p5
-
-    # <- goes back through this session's puzzles; -> returns
-    prev = press_and_wait_new(page, "ArrowLeft", after)
-    assert prev == p5
-    assert "skip" in page.inner_text(".mvp-mine")
-    assert press_and_wait_new(page, "ArrowRight", prev) == after
-
-    # typing in a text box never triggers a shortcut
-    n_events = _count_events(web_app, "cora")
-    page.click("#mvp-note textarea, #mvp-note input")
-    page.keyboard.type("a r s u 1 2")
-    page.wait_for_timeout(700)
-    assert current(page) == after and _count_events(web_app, "cora") == n_events
-    # what was typed is the note of the next verdict: skip the 6th puzzle with it
-    page.eval_on_selector("#mvp-note textarea, #mvp-note input", "e => e.blur()")
-    press_and_wait_new(page, "s", after)
-    assert page.input_value("#mvp-note textarea, #mvp-note input") == ""
-
-    # decisive verdicts: p1..p4 (progress is fetched after each confirmed verdict)
-    page.wait_for_function("() => document.querySelector('#mvp-mine-reviewed')?.innerText === '4'")
-    shot(page, "curate_done")
-    page.wait_for_function("() => window.mvpConfirmed.length >= 7")   # the last skip is recorded
-    confirmed = page.evaluate("() => window.mvpConfirmed")
-    assert len(confirmed) == 7 and all(c["guessed"] and c["hit"] for c in confirmed), confirmed
-
+    assert_no_leak(web_app, api)
+    assert sum(a["action"] == "answer" for a in api) == 2
     uid = web_app.user_id("cora")
     with web_app.Session() as s:
-        pvs = {v.puzzle_id: v for v in s.scalars(select(PuzzleVerdict).where(PuzzleVerdict.user_id == uid))}
-        pv = {k: v.verdict for k, v in pvs.items()}
-        notes = {k: v.reason for k, v in pvs.items() if v.reason}
+        ans = {a.puzzle_id: a for a in s.scalars(select(HumanAnswer).where(HumanAnswer.user_id == uid))}
+        pv = {v.puzzle_id: v.verdict for v in s.scalars(select(PuzzleVerdict).where(PuzzleVerdict.user_id == uid))}
         ov = {(o.puzzle_id, o.label): (o.verdict, o.reason_code)
               for o in s.scalars(select(OptionVerdict).where(OptionVerdict.user_id == uid))}
-        undos = s.scalars(select(VerdictEvent).where(VerdictEvent.user_id == uid,
-                                                     VerdictEvent.action == "undo")).all()
-    assert pv == {p1: "accept", p2: "accept", p3: "reject", p4: "reject", p5: "skip", after: "skip"}
-    assert notes == {after: "a r s u 1 2"}
-    assert ov == {(p2, label): ("reject", "too_easy")}
-    assert len(undos) == 1 and undos[0].puzzle_id == p4
+    assert set(ans) == {p1, p2}
+    assert ans[p1].labels == r1["answer"] and ans[p1].exact == 1.0 and ans[p1].total == pytest.approx(1.0)
+    assert ans[p2].exact == 0.0 and ans[p2].selection == 0.0 and ans[p1].seconds > 0
+    assert pv == {p1: "accept", p2: "reject"}
+    assert ov == {(p1, label): ("reject", "too_easy")}
     ctx.close()
 
 
-def _count_events(app, name: str) -> int:
-    from sqlalchemy import func
-
-    from db.models.curation import VerdictEvent
-    uid = app.user_id(name)
-    with app.Session() as s:
-        return s.scalar(select(func.count()).select_from(VerdictEvent).where(VerdictEvent.user_id == uid))
-
-
-def test_deep_link_and_play_in_gap(web_app, browser):
+def test_play_in_gap_plays_the_picks_in_view(web_app, browser):
     from db.models import Puzzle
     with web_app.Session() as s:
         pid = s.scalars(select(Puzzle.id).order_by(Puzzle.id.desc())).first()
+    rec = record(web_app, pid)
     ctx, page = login(browser, web_app, "ada", path=f"/curate/?puzzle={pid}")
-    page.wait_for_selector(f"#mvp-puzzle[data-puzzle-id='{pid}']", timeout=30000)
-    page.wait_for_function("() => window.mvpHotkeysInstalled")
-    page.keyboard.press("Shift+Digit1")                      # play option 1 in the gap
-    page.wait_for_selector(".mvp-clip video", timeout=60000)
-    src = page.get_attribute(".mvp-clip video", "src")
-    assert src.startswith("/data/cache/clips/") and src.endswith(".mp4")
-    assert (web_app.data_dir / src.removeprefix("/data/")).stat().st_size > 1000
-    status = page.evaluate("async src => (await fetch(src)).status", src)
-    assert status == 200
-    shot(page, "curate_play_in_gap")
+    page.wait_for_selector(f"#mvp-puzzle[data-puzzle-id='{pid}'][data-phase=answer]", timeout=30000)
+    page.wait_for_function("() => window.mvpHotkeysInstalled && window.mvpCurate")
+    page.evaluate("() => { window.mvpPlays = []; document.addEventListener('mvp-curate', e => "
+                  "['play-started', 'played'].includes(e.detail.type) && window.mvpPlays.push(e.detail)); }")
+    page.keyboard.press("2")
+    page.keyboard.press("1")                     # picks: option 2, then option 1
+    shown: list[str] = []
+    page.keyboard.press("p")
+    page.wait_for_selector("#mvp-gap .mvp-player img", timeout=5000)
+    box = page.locator("#mvp-gap").bounding_box()
+    assert box and 0 <= box["y"] and box["y"] + box["height"] <= 1000        # inside the viewport
+    for _ in range(80):                          # sample what the player shows, until it is done
+        src = page.evaluate("() => document.querySelector('#mvp-gap .mvp-player img')?.getAttribute('src')")
+        if src and (not shown or shown[-1] != src):
+            shown.append(src)
+        if page.evaluate("() => window.mvpPlays.some(p => p.type === 'played')"):
+            break
+        page.wait_for_timeout(100)
+    s0, m = rec["mask"]["start"], rec["mask"]["length"]
+    want = ([f"/data/{f['uri']}" for f in rec["frames"][:s0]] + [f"/data/{rec['options'][i]['uri']}" for i in (1, 0)]
+            + [f"/data/{f['uri']}" for f in rec["frames"][s0 + m:]])
+    assert [u.removeprefix(web_app.url) for u in shown] == want
+    assert page.locator("#mvp-gap .mvp-player").count() == 0      # the gap is back after playing
+    started = page.evaluate("() => window.mvpPlays.filter(p => p.type === 'play-started').map(p => p.ms)")
+    assert len(started) == 1 and started[0] < 1500
+    ctx.close()
+
+
+def test_filter_and_per_video_view(web_app, browser):
+    from db.models import Puzzle, Video
+    with web_app.Session() as s:
+        vid, vpath = s.execute(select(Video.id, Video.path).where(Video.path.like("%bikes%"))).one()
+        pids = sorted(s.scalars(select(Puzzle.id).where(Puzzle.video_id == vid)))
+    ctx, page = login(browser, web_app, "ada", path=f"/curate/?video={vid}")
+    page.wait_for_selector("#mvp-puzzle-list", timeout=30000)
+    rows = page.eval_on_selector_all("#mvp-puzzle-list tbody tr", "els => els.map(e => e.dataset.puzzleId)")
+    assert sorted(rows) == pids
+    assert all(t == vpath.rsplit("/", 1)[-1] for t in page.eval_on_selector_all(
+        "#mvp-puzzle-list tbody td:nth-child(2)", "els => els.map(e => e.innerText)"))
+    assert current(page) == rows[0]
+    shot(page, "curate_video_view")
+    # the filter bar: status accepted gives only accepted puzzles (or none, said so)
+    page.select_option("#mvp-filter-video", "")
+    page.select_option("#mvp-filter-kind", "neighbor")
+    page.fill("#mvp-filter-dmin", "0")
+    page.click("#mvp-filter-go")
+    page.wait_for_selector(".mvp-msg:has-text('match')", timeout=15000)
+    assert page.locator("#mvp-puzzle-list tbody tr").count() >= 1
     ctx.close()

@@ -20,6 +20,8 @@ COMMAND_MODULES = [
     "app.cli.serve",
     "app.cli.demo",
     "app.cli.train",
+    "app.cli.videos",
+    "app.cli.sft",
 ]
 
 

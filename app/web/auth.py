@@ -33,12 +33,13 @@ LOGIN_PER_ADDR = 20                # ... and this many per client address (any n
 # Which roles may open each page (and call its endpoints). Curation is open to every role.
 PAGE_ROLES: dict[str, frozenset[str]] = {
     "curate": frozenset(ROLES),
+    "datasets": frozenset({"researcher", "admin"}),
     "rollouts": frozenset({"researcher", "admin"}),
     "stats": frozenset({"researcher", "admin"}),
     "train": frozenset({"researcher", "admin"}),
     "admin": frozenset({"admin"}),
 }
-PAGE_TITLES = {"curate": "Curate", "rollouts": "Rollouts", "stats": "Stats", "train": "Train",
+PAGE_TITLES = {"curate": "Curate", "datasets": "Data", "rollouts": "Rollouts", "stats": "Stats", "train": "Train",
                "admin": "Admin"}
 
 

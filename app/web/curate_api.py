@@ -49,8 +49,7 @@ def parse_state(raw) -> dict:
     pid = raw.get("pid")
     if pid is not None and not (isinstance(pid, str) and 0 < len(pid) <= 200):
         raise UserError("bad request: state.pid must be a puzzle id or null")
-    return {"pid": pid, "back": _ids(raw.get("back"), "back"), "fwd": _ids(raw.get("fwd"), "fwd"),
-            "reveal": bool(raw.get("reveal", False))}
+    return {"pid": pid, "back": _ids(raw.get("back"), "back"), "fwd": _ids(raw.get("fwd"), "fwd")}
 
 
 def _index(body: dict) -> int:
@@ -73,7 +72,13 @@ def _dispatch(act: CurateActions, Read: sessionmaker, uid: int, action: str, bod
         deep = body.get("puzzle")
         if deep is not None and not isinstance(deep, str):
             raise UserError("bad request: puzzle must be a puzzle id")
-        return act.load(uid, deep or None)
+        return act.load(uid, deep or None, st if body.get("state") is not None else None)
+    if action == "answer":
+        labels, secs = body.get("labels"), body.get("seconds", 0.0)
+        if not isinstance(labels, list) or not all(isinstance(x, str) and len(x) <= 4 for x in labels) \
+                or len(labels) > MAX_KEYS:
+            raise UserError("bad request: labels must be a list of option labels")
+        return act.answer(uid, st, labels, secs)
     if action == "verdict":
         v, note = body.get("verdict"), body.get("note") or ""
         if v not in VERDICTS:
@@ -96,16 +101,36 @@ def _dispatch(act: CurateActions, Read: sessionmaker, uid: int, action: str, bod
         if step not in (-1, 1) or isinstance(step, bool):
             raise UserError("bad request: step must be -1 or 1")
         return act.move(uid, st, step)
-    if action == "reveal":
-        return act.reveal(uid, st)
-    if action == "play":
-        return act.play(uid, st, _index(body))
+    if action == "browse":
+        return act.browse(uid, st, _filters(body.get("filters")))
     if action == "progress":
         return {"html": act.progress(uid)}
     raise UserError(f"bad request: no action {action!r}")
 
 
-ACTIONS = ("load", "verdict", "toggle", "undo", "move", "reveal", "play", "progress")
+ACTIONS = ("load", "answer", "verdict", "toggle", "undo", "move", "browse", "progress")
+
+
+def _filters(raw) -> dict:
+    """The browse filters, checked: video id, status, kind (strings) and difficulty bounds."""
+    if not isinstance(raw, dict):
+        raise UserError("bad request: filters must be an object")
+    out: dict = {}
+    for key in ("video", "status", "kind"):
+        v = raw.get(key)
+        if v in (None, ""):
+            continue
+        if not isinstance(v, str) or len(v) > 64:
+            raise UserError(f"bad request: filters.{key} must be text")
+        out[key] = v
+    for key, name in (("dmin", "min_difficulty"), ("dmax", "max_difficulty")):
+        v = raw.get(key)
+        if v in (None, ""):
+            continue
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise UserError(f"bad request: filters.{key} must be a number")
+        out[name] = float(v)
+    return out
 
 
 def register(app: FastAPI, ctx: WebContext) -> None:

@@ -26,7 +26,7 @@ from mvp_core.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]   # the repository root
 DEFAULT_CONFIG = ROOT / "configs" / "web.yaml"   # trains on the real MVP reward
-KINDS = ("train", "rollout", "eval")
+KINDS = ("train", "rollout", "eval", "synth")
 # Stop: SIGTERM, then SIGKILL after this long. A trainer saves its checkpoint between steps; one stuck
 # in a long generation (or ignoring SIGTERM) is killed, so Stop always ends a run within seconds.
 STOP_GRACE_S = 5.0
@@ -166,6 +166,23 @@ def launch_eval(data_dir: Path, db_url: str, *, kind: str, run_id: str, checkpoi
         log = jobs_dir(data_dir, kind) / f"{time.strftime('%Y%m%d-%H%M%S')}-{_slug(run_id)}.log"
         return _spawn(data_dir, kind, cmd, log, {"run_id": run_id, "checkpoint": checkpoint, "set": set_name,
                                                  "split": split, "user": user, "label": label})
+
+
+def launch_cli(data_dir: Path, kind: str, args: list[str], *, user: str, label: str,
+               meta: dict | None = None) -> dict:
+    """Start `mvp ARGS...` as the one job of `kind` (e.g. "synth" from the Data page), refused while
+    another job of that kind is alive; its progress and summary come from its log like any job's."""
+    if kind == "train":
+        raise UserError("training runs start through launch()")
+    data_dir = Path(data_dir)
+    with open(jobs_dir(data_dir, kind) / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        cur = active(data_dir, kind)
+        if cur and cur["alive"]:
+            raise UserError(f"a {kind} job is already going ({cur['label']}); wait for it or stop it")
+        log = jobs_dir(data_dir, kind) / f"{time.strftime('%Y%m%d-%H%M%S')}-{_slug(label)}.log"
+        return _spawn(data_dir, kind, [sys.executable, "-m", "app.cli", *args], log,
+                      {**(meta or {}), "user": user, "label": label})
 
 
 def _spawn(data_dir: Path, kind: str, cmd: list[str], log: Path, meta: dict) -> dict:

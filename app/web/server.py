@@ -26,7 +26,7 @@ STATIC_DIR = ROOT / "static"
 CSRF_COOKIE = "mvp_login_csrf"
 GRADIO_MAX_FILE = "1kb"              # no page takes uploads (the guard refuses the route); a second line
 GRADIO_DELETE_CACHE = (3600, 3600)   # Gradio's temporary files older than an hour go, hourly
-HEAD = ('<link rel="stylesheet" href="/static/studio.css">'
+HEAD = ('<link rel="icon" href="/favicon.ico"><link rel="stylesheet" href="/static/studio.css">'
         '<script src="/static/curate.js" defer></script><script src="/static/hotkeys.js" defer></script>')
 
 
@@ -34,9 +34,10 @@ def _page_builders() -> dict:
     """page -> build(ctx) returning a gr.Blocks. Pages whose module is not there yet are left out."""
     from app.web.pages import admin as page_admin
     from app.web.pages import curate as page_curate
+    from app.web.pages import data as page_data
     from app.web.pages import rollouts as page_rollouts
     from app.web.pages import stats as page_stats
-    builders = {"curate": page_curate.build, "rollouts": page_rollouts.build, "stats": page_stats.build,
+    builders = {"curate": page_curate.build, "datasets": page_data.build, "rollouts": page_rollouts.build, "stats": page_stats.build,
                 "admin": page_admin.build}
     train = _train_builder()
     if train is not None:
@@ -195,9 +196,17 @@ def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_coo
     _add_file_routes(app, data)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon():
+        return FileResponse(STATIC_DIR / "favicon.ico", media_type="image/x-icon",
+                            headers={"Cache-Control": "public, max-age=86400"})
+
     if "curate" in builders:            # the curate page's JSON API, matched before its Gradio mount
         from app.web.curate_api import register as register_curate_api
         register_curate_api(app, ctx)
+    if "datasets" in builders:          # the Data page's export downloads, likewise
+        from app.web.pages.data import register as register_data_routes
+        register_data_routes(app, ctx)
 
     for page, build in builders.items():
         blocks = build(ctx)

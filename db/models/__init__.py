@@ -3,10 +3,11 @@
 `db.models.base`, so there is no cycle."""
 from db.models.base import Base, BigId, utcnow
 from db.models.curation import (User, Setting, PuzzleVerdict, OptionVerdict, VerdictEvent, Lease, ReviewState, CuratedSet, SetItem)
+from db.models.human import HumanAnswer
 from db.models.media import Option, Puzzle, SynthFile, Video
 from db.models.runs import Run, Checkpoint, Rollout, Evaluation
 from db.models.auth import LoginAttempt, WebSession
 
 __all__ = ["Base", "BigId", "utcnow", "Option", "Puzzle", "SynthFile", "Video",
            "User", "Setting", "PuzzleVerdict", "OptionVerdict", "VerdictEvent", "Lease", "ReviewState", "CuratedSet", "SetItem", "Run", "Checkpoint", "Rollout", "Evaluation",
-           "LoginAttempt", "WebSession"]
+           "LoginAttempt", "WebSession", "HumanAnswer"]

@@ -14,7 +14,19 @@ from db.models import Option, Puzzle
 from db.models.curation import OptionVerdict, PuzzleVerdict, ReviewState, User
 from db.review.kappa import cohen_kappa, fleiss_kappa, item_agreement
 
+# The one definition of a verdict, used by every page and count: a puzzle verdict is an accept or a
+# reject. A skip is recorded (the curator passed on it) but is not a verdict: it counts toward no
+# puzzle's reviews, no curator's verdicts and no throughput.
 DECISIVE = ("accept", "reject")
+
+
+def is_verdict(v: str) -> bool:
+    return v in DECISIVE
+
+
+def decisive_sql(column: str) -> str:
+    """`column IN ('accept', 'reject')` for SQL written by hand (the DuckDB analytics)."""
+    return f"{column} IN ({', '.join(repr(v) for v in DECISIVE)})"
 
 
 def puzzle_status(session: Session, puzzle_id: str) -> dict:

@@ -26,6 +26,7 @@ from mvp_core.grpo.loss import entropy_from_logits, group_advantages, grpo_loss,
 from mvp_core.grpo.model_setup import load_model, make_optimizer, reference_model, resume_schedule, use_bf16
 from mvp_core.grpo.rundir import RunDir
 from mvp_core.grpo.runlog import RunLogger, step_metrics
+from mvp_core.model.sampler import SamplerSettings, placeholder_token_ids, sample
 
 
 class StopFlag:
@@ -235,18 +236,9 @@ def generate(ctx: StepContext, seq_encs: list[dict]) -> list[torch.Tensor]:
     batch.pop("completion_mask")
     prompt_len = batch.pop("prompt_len")
     with ctx.autocast(), D.gathered_for_generate(gen_model):
-        out = gen_model.generate(**batch, do_sample=True, temperature=cfg.temperature, top_p=cfg.top_p,
-                                 top_k=0, max_new_tokens=cfg.max_completion_length, use_cache=True,
-                                 pad_token_id=ctx.pad_id, suppress_tokens=vision_token_ids(gen_model))
+        # the run's own sampler settings, never the checkpoint's generation_config (sampler.py)
+        out = sample(gen_model, batch, SamplerSettings.from_config(cfg), use_cache=True, pad_token_id=ctx.pad_id)
     return [batching.trim_completion(row[prompt_len:].cpu(), ctx.eos_ids) for row in out]
-
-
-def vision_token_ids(model) -> list[int]:
-    """Placeholder tokens a completion must never contain: in the training forward an emitted
-    <|image_pad|> would be taken for an image slot (and the forward fails)."""
-    cfg = getattr(model, "config", None)
-    names = ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
-    return [int(getattr(cfg, n)) for n in names if getattr(cfg, n, None) is not None]
 
 
 def completion_logps(ctx: StepContext, model, batch: dict, with_entropy: bool = False):
@@ -256,6 +248,12 @@ def completion_logps(ctx: StepContext, model, batch: dict, with_entropy: bool = 
     with ctx.autocast():
         logits = model(**inputs, logits_to_keep=n_comp + 1, use_cache=False).logits
     logits = logits[:, :-1, :] / ctx.cfg.temperature            # position t predicts token t+1
+    # The sampler never emits vision placeholders (suppressed): the policy is the distribution
+    # renormalised without them, so the log-probs must be too (sampler.py).
+    blocked = placeholder_token_ids(D.unwrap(model))
+    if blocked:
+        logits = logits.clone()
+        logits[..., blocked] = float("-inf")
     ids = batch["input_ids"][:, -n_comp:]
     logps = selective_log_softmax(logits, ids)
     entropy = entropy_from_logits(logits) if with_entropy else None

@@ -61,8 +61,8 @@ def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
         out = []
         for row in logits:
-            lp = torch.log_softmax(row.float(), dim=-1)
-            out.append(-(lp.exp() * lp).sum(-1))
+            p = torch.softmax(row.float(), dim=-1)
+            out.append(-torch.xlogy(p, p).sum(-1))      # 0 log 0 = 0 at masked (-inf) logits
         return torch.stack(out)
 
 

@@ -15,6 +15,8 @@ import numpy as np
 
 from mvp_core.errors import UserError
 from mvp_core.model.prompt import PromptConfig, build_inputs
+from mvp_core.model.sampler import (DEFAULT_MIN_P, DEFAULT_REPETITION_PENALTY, DEFAULT_TOP_K, SamplerSettings,
+                                    sample)
 from mvp_core.puzzle import Puzzle
 from mvp_core.reward import DEFAULT_WEIGHTS, score_completion
 
@@ -27,6 +29,8 @@ class GenConfig:
 
     num_generations: G, answers per puzzle.
     max_new_tokens: completion length cap (TRL: max_completion_length).
+    top_k / min_p / repetition_penalty: off by default (0, 0, 1.0), as in training
+      (mvp_core.model.sampler): the same distribution the trainer's log-probs describe.
     do_sample: False for greedy decoding (evaluation); then G should be 1.
     seed: base seed; each puzzle's sampling is seeded from (seed, puzzle id), so a resumed or
       re-ordered run draws the same answers for the same puzzle when it is generated alone.
@@ -35,9 +39,17 @@ class GenConfig:
     max_new_tokens: int = 128
     temperature: float = 1.0
     top_p: float = 1.0
-    top_k: int | None = None
+    top_k: int = DEFAULT_TOP_K
+    min_p: float = DEFAULT_MIN_P
+    repetition_penalty: float = DEFAULT_REPETITION_PENALTY
     do_sample: bool = True
     seed: int = 0
+
+    def sampler(self) -> SamplerSettings:
+        """The generate settings; a checkpoint's generation_config is never consulted."""
+        return SamplerSettings(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k or 0,
+                               min_p=self.min_p, repetition_penalty=self.repetition_penalty,
+                               do_sample=self.do_sample, max_new_tokens=self.max_new_tokens)
 
 
 @dataclass
@@ -83,16 +95,8 @@ def generate(model, processor, puzzles: list, load_frame, pcfg: PromptConfig, gc
         raise UserError(f"puzzle {ids}: cannot build the model inputs ({str(e).splitlines()[0]})") from None
     t1 = time.perf_counter()
     torch.manual_seed(_seed_for(gcfg.seed, "|".join(p["id"] if isinstance(p, dict) else p.id for p in puzzles)))
-    kw = dict(max_new_tokens=gcfg.max_new_tokens, num_return_sequences=n, do_sample=gcfg.do_sample)
-    if gcfg.do_sample:
-        kw.update(temperature=gcfg.temperature, top_p=gcfg.top_p)
-        if gcfg.top_k is not None:
-            kw["top_k"] = gcfg.top_k
-    else:
-        # greedy: drop any sampling defaults a checkpoint's generation_config carries
-        kw.update(temperature=None, top_p=None, top_k=None)
     with torch.inference_mode():
-        out = model.generate(**inputs, **kw)
+        out = sample(model, inputs, gcfg.sampler(), num_return_sequences=n)
     t2 = time.perf_counter()
     new = out[:, inputs["input_ids"].shape[1]:]
     gen_cfg = model.generation_config

@@ -74,6 +74,18 @@ class TinyConfig:
     max_pixels: int = 112 * 112
 
 
+# Named shapes for `mvp tiny-model --preset NAME`.
+#   test:  the 0.1 s model of the tests and the demo's random baseline (~1.2M parameters).
+#   learn: big enough to learn the generated puzzles (docs/model.md, "Tiny presets") on 2 CPU
+#          cores in minutes: LLM 192 wide x 4 layers, vision 96 wide x 2 blocks, images <= 56x56
+#          px (4 visual tokens each), ~3.5M parameters.
+PRESETS = {
+    "test": TinyConfig(),
+    "learn": TinyConfig(hidden=192, layers=4, heads=4, kv_heads=2, vision_depth=2, vision_hidden=96,
+                        min_pixels=56 * 56, max_pixels=56 * 56),
+}
+
+
 def build_tokenizer(cfg: TinyConfig | None = None):
     """Train a byte-level BPE on `_CORPUS` and wrap it as a Qwen2Tokenizer with Qwen's specials."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -162,11 +174,16 @@ def build_model(tok, cfg: TinyConfig | None = None, seed: int = 0, family: str =
     return model
 
 
-def build_tiny_model(out_dir, seed: int = 0, cfg: TinyConfig | None = None, family: str = "qwen2_5_vl") -> Path:
+def build_tiny_model(out_dir, seed: int = 0, cfg: TinyConfig | None = None, family: str = "qwen2_5_vl",
+                     preset: str | None = None) -> Path:
     """Build a tiny random model + processor of `family` (qwen2_5_vl, qwen2_vl, qwen3_vl) and
-    `save_pretrained` both into `out_dir`."""
+    `save_pretrained` both into `out_dir`. `preset` names a shape in PRESETS (instead of `cfg`)."""
     if family not in PATCHES:
         raise ValueError(f"family must be one of {', '.join(PATCHES)}")
+    if preset is not None:
+        if preset not in PRESETS:
+            raise ValueError(f"preset must be one of {', '.join(PRESETS)}")
+        cfg = PRESETS[preset]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cfg = cfg or TinyConfig()
@@ -176,5 +193,6 @@ def build_tiny_model(out_dir, seed: int = 0, cfg: TinyConfig | None = None, fami
     model.save_pretrained(out)
     processor.save_pretrained(out)
     (out / "TINY_MODEL.txt").write_text(
-        f"Random-weight {family} built offline by mvp_core.model.tiny (seed {seed}); not a trained model.{os.linesep}")
+        f"Random-weight {family} built offline by mvp_core.model.tiny (preset {preset or 'custom'}, "
+        f"seed {seed}); not a trained model.{os.linesep}")
     return out

@@ -81,4 +81,33 @@ def build(ctx: WebContext) -> gr.Blocks:
             with guard(ctx, request, PAGE):
                 return msg_html(esc(reset_password(ctx, n, pw))), ""
         b_pw.click(on_pw, [name, password], [msg, password], api_name="set_password")
+        _roots_section(ctx, demo)
     return demo
+
+
+def set_roots(ctx: WebContext, text: str) -> str:
+    from db.sources import set_allowed_roots
+    with ctx.Session() as s:
+        roots = set_allowed_roots(s, (text or "").splitlines())
+    return f"{len(roots)} allowed video folders" + (f": {', '.join(roots)}" if roots else "")
+
+
+def _roots_section(ctx: WebContext, demo: gr.Blocks) -> None:
+    """The folders the Data page may read videos from (nothing outside them is ever read)."""
+    from db.sources import allowed_roots
+    gr.Markdown("## Video folders the Data page may read")
+    roots = gr.Textbox(label="Allowed folders on the server, one absolute path per line", lines=3,
+                       elem_id="admin-roots")
+    b_roots = gr.Button("Save allowed folders", elem_id="admin-save-roots")
+    roots_msg = gr.HTML(elem_id="admin-roots-msg")
+
+    def on_load(request: gr.Request):
+        with guard(ctx, request, PAGE):
+            with ctx.Session() as s:
+                return "\n".join(allowed_roots(s))
+    demo.load(on_load, None, [roots])
+
+    def on_save(text, request: gr.Request):
+        with guard(ctx, request, PAGE):
+            return msg_html(set_roots(ctx, text))
+    b_roots.click(on_save, [roots], [roots_msg], api_name="set_roots")

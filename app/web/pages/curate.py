@@ -1,24 +1,30 @@
-"""The curate page: judge puzzles one at a time, keyboard first.
+"""The curate page: solve each puzzle first, then vet it; keyboard first.
 
-Every action (verdict, distractor toggle, undo, move, reveal, play) is one JSON request
+Solve first, then vet: while a curator has not answered a puzzle its view is blind (see
+app/web/pages/curate_view.py); picking options into the gap happens in the browser only (no request,
+so nothing to time), and the answer is one request that stores it (`db.human`) and returns the
+revealed view. Distractor verdicts and accept/reject need that answer; a skip does not (a skip is
+not a verdict).
+
+Every action (answer, verdict, distractor toggle, undo, move, browse) is one JSON request
 (app/web/curate_api.py -> CurateActions) that returns the whole puzzle view as HTML, plus the puzzle a
 verdict will most likely lead to, so static/curate.js can show it the moment a verdict key is
-pressed. The per-browser-tab state is small: the current puzzle id, the puzzles seen before it
-(for <- / ->), and whether kind/difficulty are revealed. All verdicts go through `db.review`, which
-keeps the append-only history undo relies on."""
+pressed. The per-browser-tab state is small: the current puzzle id and the puzzles seen before and
+after it (for <- / ->). All verdicts go through `db.review`, which keeps the append-only history
+undo relies on."""
 from __future__ import annotations
 
 import json
-import time
 
 import gradio as gr
 from sqlalchemy import select
 
 from app.web.common import WebContext, esc, guard, nav_html
-from app.web.files import frame_url
-from app.web.pages.curate_view import HELP_HTML, progress_html, puzzle_html
+from app.web.pages.curate_view import HELP_HTML, RUBRIC_HTML, list_html, progress_html, puzzle_html
 from db.models import Puzzle as PuzzleRow
+from db.models import Video
 from db.models.curation import REASON_CODES, OptionVerdict, PuzzleVerdict, ReviewState
+from mvp_core.errors import UserError
 from mvp_core.puzzle import Puzzle
 
 PAGE = "curate"
@@ -58,41 +64,47 @@ def peek_next(s, uid: int, current: str | None) -> str | None:
 
 
 def new_state() -> dict:
-    """The per-tab navigation state; the browser keeps it and sends it with every action (it holds
-    no rights: every write is checked against the session's user on the server)."""
-    return {"pid": None, "back": [], "fwd": [], "reveal": False}
+    """The per-tab navigation state; the browser keeps it (in sessionStorage, so it survives a reload)
+    and sends it with every action. It holds no rights: every write is checked against the session's
+    user on the server."""
+    return {"pid": None, "back": [], "fwd": []}
 
 
 class CurateActions:
-    """The handlers' logic, separate from Gradio wiring so each returns (state, view, progress, msg)."""
+    """The handlers' logic, separate from the HTTP wiring; each returns the view dict of `view`."""
 
     def __init__(self, ctx: WebContext):
         self.ctx = ctx
 
     # ---- reading ------------------------------------------------------------------------------
 
-    def render(self, s, uid: int, pid: str | None, reveal: bool) -> str:
-        """The puzzle view's HTML for `pid` as this curator sees it (their verdicts, its status)."""
-        p, ovs, mine, status = None, {}, None, "pending"
+    def render(self, s, uid: int, pid: str | None) -> str:
+        """The puzzle view's HTML for `pid` as this curator sees it: blind until they answered it."""
+        from db.human import answer_of
+        p, ovs, mine, status, ans, vname = None, {}, None, "pending", None, ""
         row = s.get(PuzzleRow, pid) if pid else None
         if row is not None:
             p = Puzzle.from_dict(json.loads(row.record_json))
-            ovs = {o.label: {"verdict": o.verdict, "reason_code": o.reason_code}
-                   for o in s.scalars(select(OptionVerdict).where(OptionVerdict.puzzle_id == pid,
-                                                                  OptionVerdict.user_id == uid))}
+            ans = answer_of(s, uid, pid)
+            if ans is not None:
+                ovs = {o.label: {"verdict": o.verdict, "reason_code": o.reason_code}
+                       for o in s.scalars(select(OptionVerdict).where(OptionVerdict.puzzle_id == pid,
+                                                                      OptionVerdict.user_id == uid))}
             pv = s.scalar(select(PuzzleVerdict).where(PuzzleVerdict.puzzle_id == pid,
                                                       PuzzleVerdict.user_id == uid))
             mine = {"verdict": pv.verdict} if pv is not None else None
             st = s.get(ReviewState, pid)
             status = st.status if st is not None else "pending"
-        return puzzle_html(p, ovs, mine, status, reveal)
+            vpath = s.scalar(select(Video.path).where(Video.id == row.video_id))
+            vname = (vpath or "").rsplit("/", 1)[-1]
+        return puzzle_html(p, ovs, mine, status, ans, vname)
 
     def view(self, s, uid: int, state: dict, msg: str = "", kind: str = "info") -> dict:
         """What the page shows after an action: the state, the current puzzle's HTML, a message, and
         `next`: the puzzle a verdict on this one will most likely lead to, rendered now, so the page
         can show it (images already decoded) the moment a verdict key is pressed, while the verdict is
         being recorded. Progress is fetched separately, so its counting queries stay off this path."""
-        return {"state": state, "html": self.render(s, uid, state.get("pid"), state.get("reveal", False)),
+        return {"state": state, "html": self.render(s, uid, state.get("pid")),
                 "msg": msg, "kind": kind, "next": self.predict(s, uid, state)}
 
     def predict(self, s, uid: int, state: dict) -> dict | None:
@@ -101,7 +113,7 @@ class CurateActions:
         if not state.get("pid"):
             return None
         nxt = state["fwd"][-1] if state.get("fwd") else peek_next(s, uid, state.get("pid"))
-        return {"pid": nxt, "html": self.render(s, uid, nxt, state.get("reveal", False))}
+        return {"pid": nxt, "html": self.render(s, uid, nxt)}
 
     def progress(self, uid: int) -> str:
         from db.review import progress
@@ -110,7 +122,9 @@ class CurateActions:
 
     # ---- actions ------------------------------------------------------------------------------
 
-    def load(self, uid: int, deep_link: str | None):
+    def load(self, uid: int, deep_link: str | None, saved: dict | None = None):
+        """The first view of a tab: a deep-linked puzzle, else the tab's saved state (a reload keeps
+        its place and its history), else the next puzzle of the queue."""
         from db.review import next_puzzle
         state = new_state()
         with self.ctx.Session() as s:
@@ -119,17 +133,35 @@ class CurateActions:
                     state["pid"] = next_puzzle(s, uid)
                     return self.view(s, uid, state, f"no puzzle {deep_link!r}; showing the next one", "warn")
                 state["pid"] = deep_link
+            elif saved and saved.get("pid") and s.get(PuzzleRow, saved["pid"]) is not None:
+                state = dict(saved)
             else:
                 state["pid"] = next_puzzle(s, uid)
             return self.view(s, uid, state)
 
+    def answer(self, uid: int, state: dict, labels: list[str], seconds: float):
+        """Store the curator's blind answer, then show the puzzle revealed (the targets in the gap)."""
+        from db.human import record_answer
+        with self.ctx.Session() as s:
+            pid = state.get("pid")
+            if not pid:
+                return self.view(s, uid, state, "nothing to answer", "warn")
+            res = record_answer(s, uid, pid, labels, seconds)
+            verdict = "exact match" if res["exact"] >= 1 else "not exact"
+            return self.view(s, uid, state, f"answered {', '.join(labels)}: {verdict}, reward {res['total']:.2f}")
+
     def verdict(self, uid: int, state: dict, verdict: str, note: str):
-        from db.review import next_puzzle, submit_verdict
+        from db.human import answer_of
+        from db.review import DECISIVE, next_puzzle, submit_verdict
         state = dict(state)
         with self.ctx.Session() as s:
             pid = state.get("pid")
             if not pid:
                 return self.view(s, uid, state, "nothing to judge", "warn")
+            if s.get(PuzzleRow, pid) is None:
+                raise UserError(f"no puzzle {pid!r}")
+            if verdict in DECISIVE and answer_of(s, uid, pid) is None:
+                return self.view(s, uid, state, ANSWER_FIRST, "warn")
             submit_verdict(s, uid, pid, verdict, reason=note or "")
             state["back"] = state.get("back", []) + [pid]
             fwd = list(state.get("fwd", []))
@@ -138,12 +170,15 @@ class CurateActions:
             return self.view(s, uid, state, f"{verdict}: {pid}")
 
     def toggle(self, uid: int, state: dict, index: int, reason: str):
+        from db.human import answer_of
         from db.review import set_option_verdict
         with self.ctx.Session() as s:
             pid = state.get("pid")
             row = s.get(PuzzleRow, pid) if pid else None
             if row is None:
                 return self.view(s, uid, state, "no puzzle shown", "warn")
+            if answer_of(s, uid, pid) is None:       # the same answer for every option: no hint
+                return self.view(s, uid, state, ANSWER_FIRST, "warn")
             labels = [o["label"] for o in json.loads(row.record_json)["options"]]
             if not 1 <= index <= len(labels):
                 return self.view(s, uid, state, f"this puzzle has only {len(labels)} options", "warn")
@@ -197,30 +232,26 @@ class CurateActions:
             state.update(back=back, fwd=fwd)
             return self.view(s, uid, state)
 
-    def reveal(self, uid: int, state: dict):
-        state = dict(state, reveal=not state.get("reveal", False))
+    def browse(self, uid: int, state: dict, filters: dict):
+        """Puzzles matching the filters as a list (the per-video view when filtered by video); the
+        first one is shown and the rest become the forward history, so verdicts walk the list."""
+        from db.review.browse import find_puzzles
+        state = dict(state)
         with self.ctx.Session() as s:
-            return self.view(s, uid, state, "kind and difficulty shown" if state["reveal"] else "blind review")
+            rows = find_puzzles(s, uid, **filters)
+            if rows:
+                ids = [r["puzzle_id"] for r in rows]
+                if state.get("pid") and state["pid"] not in ids:
+                    state["back"] = state.get("back", []) + [state["pid"]]
+                state["pid"] = ids[0]
+                state["fwd"] = list(reversed(ids[1:]))
+            out = self.view(s, uid, state, f"{len(rows)} puzzles match" if rows else "no puzzle matches",
+                            "info" if rows else "warn")
+            out["list"] = list_html(rows)
+            return out
 
-    def play(self, uid: int, state: dict, index: int) -> dict:
-        """{"clip": html} of option `index` played in the gap (rendered once, then cached), or a message."""
-        from mvp_core.video.clips import render_gap_clip
-        pid = state.get("pid")
-        with self.ctx.Session() as s:
-            row = s.get(PuzzleRow, pid) if pid else None
-            if row is None:
-                return {"clip": "", "msg": "no puzzle shown", "kind": "warn"}
-            p = Puzzle.from_dict(json.loads(row.record_json))
-        if not 1 <= index <= len(p.options):
-            return {"clip": "", "msg": f"this puzzle has only {len(p.options)} options", "kind": "warn"}
-        label = p.options[index - 1].label
-        t0 = time.perf_counter()
-        path = render_gap_clip(self.ctx.data_dir, p, label)
-        rel = path.relative_to(self.ctx.data_dir).as_posix()
-        return {"clip": f'<div class="mvp-clip" data-label="{esc(label)}"><div>option <b>{esc(label)}</b> in the gap '
-                        f'(context → {esc(label)} → context; {time.perf_counter() - t0:.2f} s)</div>'
-                        f'<video src="{frame_url(rel, thumb=False)}" autoplay loop muted controls playsinline></video></div>',
-                "msg": "", "kind": "info"}
+
+ANSWER_FIRST = "solve first: pick the options that fill the gap in order (digits), then press Enter"
 
 
 def _js(call: str) -> str:
@@ -228,42 +259,64 @@ def _js(call: str) -> str:
     return f"() => {{ window.mvpCurate && window.mvpCurate.{call}; }}"
 
 
+def filter_bar(ctx: WebContext) -> str:
+    """The queue filter (video by file name, status, distractor kind, difficulty) as plain controls
+    that static/curate.js reads when "Filter" is pressed."""
+    from db.models.curation import STATUSES
+    from db.review.browse import option_kinds, video_names
+    with ctx.Session() as s:
+        names = sorted(video_names(s).items(), key=lambda kv: kv[1])
+        kinds = option_kinds(s)
+
+    def select_html(name: str, choices: list[tuple[str, str]]) -> str:
+        opts = "".join(f'<option value="{esc(v)}">{esc(t)}</option>' for v, t in [("", "any")] + choices)
+        return f'<label>{name} <select id="mvp-filter-{name}">{opts}</select></label>'
+    return (f'<div class="mvp-filter" id="mvp-filter">{select_html("video", names)}'
+            f'{select_html("status", [(x, x) for x in STATUSES])}{select_html("kind", [(k, k) for k in kinds])}'
+            '<label>difficulty ≥ <input id="mvp-filter-dmin" type="number" min="0" max="1" step="0.05"></label>'
+            '<label>≤ <input id="mvp-filter-dmax" type="number" min="0" max="1" step="0.05"></label>'
+            '<button id="mvp-filter-go" type="button" class="mvp-btn">Filter</button></div>')
+
+
 def build(ctx: WebContext) -> gr.Blocks:
     """The page's layout. Gradio draws the chrome (nav, buttons, reason, note); the puzzle view, the
-    message, progress and the clip are plain <div>s that static/curate.js fills from the JSON API
+    message, progress and the list are plain <div>s that static/curate.js fills from the JSON API
     (app/web/curate_api.py), so a verdict is one fetch instead of a Gradio queue/SSE round trip plus a
     re-render. Their gr.HTML values never change, so Gradio never redraws over what the script put
     there."""
     with gr.Blocks(title="MVP Studio · Curate") as demo:
         nav = gr.HTML(elem_id="mvp-nav-bar")
+        gr.HTML(RUBRIC_HTML)
         gr.HTML('<div id="mvp-progress-box"></div>', elem_id="mvp-progress")
-        gr.HTML('<div id="mvp-msg-box"></div>', elem_id="mvp-msg")
+        gr.HTML('<div id="mvp-msg-box" aria-live="polite"></div>', elem_id="mvp-msg")
         gr.HTML('<div id="mvp-stage" data-curate-api="/curate/api/"></div>', elem_id="mvp-view")
         with gr.Row():
+            b_answer = gr.Button("Answer (Enter)", variant="primary", elem_id="btn-answer")
             b_accept = gr.Button("Accept (a)", variant="primary", elem_id="btn-accept")
             b_reject = gr.Button("Reject (r)", variant="stop", elem_id="btn-reject")
             b_skip = gr.Button("Skip (s)", elem_id="btn-skip")
             b_undo = gr.Button("Undo (u)", elem_id="btn-undo")
             b_prev = gr.Button("← Prev", elem_id="btn-prev")
             b_next = gr.Button("Next →", elem_id="btn-next")
-            b_reveal = gr.Button("Reveal kind/difficulty (v)", elem_id="btn-reveal")
+            b_play = gr.Button("Play in gap (p)", elem_id="btn-play")
             b_help = gr.Button("Keys (?)", elem_id="btn-help")
         with gr.Row():
             gr.Radio(list(REASON_CODES), value=DEFAULT_REASON, label="Reason for rejecting a distractor (c cycles)",
                      elem_id="mvp-reason", interactive=True)   # no event reads them: say so, or Gradio disables them
             gr.Textbox(label="Note on the puzzle verdict (optional)", elem_id="mvp-note", max_lines=2, interactive=True)
-        gr.HTML('<div id="mvp-clip-box"></div>', elem_id="mvp-clip")
+        filters = gr.HTML(elem_id="mvp-filter-bar")
+        gr.HTML('<div id="mvp-list-box"></div>', elem_id="mvp-list")
         gr.HTML(HELP_HTML)
 
         def on_load(request: gr.Request):
             with guard(ctx, request, PAGE):
-                return nav_html(ctx, request.username, PAGE)
-        demo.load(on_load, None, nav, show_progress="hidden")
+                return nav_html(ctx, request.username, PAGE), filter_bar(ctx)
+        demo.load(on_load, None, [nav, filters], show_progress="hidden")
         demo.load(None, None, None, js=_js("start()"))
 
-        for btn, call in ((b_accept, "verdict('accept')"), (b_reject, "verdict('reject')"),
-                          (b_skip, "verdict('skip')"), (b_undo, "undo()"), (b_prev, "move(-1)"),
-                          (b_next, "move(1)"), (b_reveal, "reveal()")):
+        for btn, call in ((b_answer, "submitAnswer()"), (b_accept, "verdict('accept')"),
+                          (b_reject, "verdict('reject')"), (b_skip, "verdict('skip')"), (b_undo, "undo()"),
+                          (b_prev, "move(-1)"), (b_next, "move(1)"), (b_play, "playPicks()")):
             btn.click(None, None, None, js=_js(call))
         b_help.click(None, None, None, js="() => window.mvpToggleHelp && window.mvpToggleHelp()")
     return demo

@@ -1,0 +1,155 @@
+"""The Data page (researchers and admins), mounted at /datasets (/data/... serves frames): videos in,
+curated sets out. Add a server-side folder of videos (inside the allowed roots an admin sets),
+synthesize puzzles from every added folder as a background job with a progress bar and its summary,
+run the shortcut audit, freeze the accepted puzzles into a set split by video, list the sets with
+their split counts, and export one as a zip download (jsonl, Hugging Face datasets, Video-R1 JSON).
+
+The work is in app/web/pages/data_ops.py; this module is the layout and the download route."""
+from __future__ import annotations
+
+import gradio as gr
+from fastapi import FastAPI
+from fastapi.responses import FileResponse, JSONResponse
+
+from app.web.common import WebContext, esc, guard, msg_html, nav_html
+from app.web.pages import data_ops as ops
+from mvp_core.errors import UserError
+
+PAGE = "datasets"
+POLL_S = 1.0
+
+
+def register(app: FastAPI, ctx: WebContext) -> None:
+    """GET /datasets/export/<zip>: an export made on this page (the app's guard has checked the role
+    for the /datasets prefix; the name must be a plain zip name under DATA/exports)."""
+
+    @app.get(f"/{PAGE}/export/{{name}}", include_in_schema=False)
+    def download(name: str):
+        try:
+            path = ops.export_file(ctx, name)
+        except UserError as e:
+            return JSONResponse({"error": str(e)}, status_code=404)
+        return FileResponse(path, media_type="application/zip", filename=path.name,
+                            headers={"Cache-Control": "no-store"})
+
+
+def _synth_inputs() -> list:
+    d = ops.SynthForm()
+    fields = ops.SynthForm.model_fields
+    with gr.Row():
+        out = [gr.Number(d.per_video, label=fields["per_video"].description, precision=0, elem_id="data-per-video"),
+               gr.Number(d.n, label="N: " + fields["n"].description, precision=0, elem_id="data-n"),
+               gr.Number(d.m, label="m: " + fields["m"].description, precision=0, elem_id="data-m"),
+               gr.Number(d.l, label="l: " + fields["l"].description, precision=0, elem_id="data-l"),
+               gr.Number(d.fps, label=fields["fps"].description, elem_id="data-fps"),
+               gr.Number(d.seed, label="seed", precision=0, elem_id="data-seed"),
+               gr.Number(d.workers, label=fields["workers"].description, precision=0, elem_id="data-workers")]
+    return out
+
+
+def build(ctx: WebContext) -> gr.Blocks:
+    with gr.Blocks(title="MVP Studio · Data") as demo:
+        nav = gr.HTML()
+        msg = gr.HTML(elem_id="data-msg")
+        gr.Markdown("## Videos")
+        roots = gr.HTML(elem_id="data-roots")
+        with gr.Row():
+            folder = gr.Textbox(label="Folder of videos on the server (absolute path)", elem_id="data-folder", scale=4)
+            b_add = gr.Button("Add folder", variant="primary", elem_id="data-add", scale=1)
+        files = gr.HTML(elem_id="data-files-box")
+        gr.Markdown("## Synthesize")
+        synth_in = _synth_inputs()
+        b_synth = gr.Button("Synthesize puzzles from the added folders", variant="primary", elem_id="data-synth")
+        status = gr.HTML(elem_id="data-synth-status")
+        timer = gr.Timer(POLL_S, active=False)
+        gr.Markdown("## Shortcut audit")
+        b_audit = gr.Button("Run the shortcut audit", elem_id="data-audit")
+        audit = gr.HTML(elem_id="data-audit-box")
+        gr.Markdown("## Freeze a set (accepted puzzles; splits by video: no video in two splits)")
+        with gr.Row():
+            set_name = gr.Textbox(label="Set name", elem_id="data-set-name")
+            min_d = gr.Number(2, label="Least distractors left", precision=0, elem_id="data-min-d")
+            fr = [gr.Number(v, label=f"{k} share", elem_id=f"data-split-{k}") for k, v in
+                  (("train", 0.8), ("val", 0.1), ("test", 0.1))]
+            b_freeze = gr.Button("Freeze", variant="primary", elem_id="data-freeze")
+        sets = gr.HTML(elem_id="data-sets-box")
+        gr.Markdown("## Export a set")
+        with gr.Row():
+            exp_set = gr.Dropdown([], label="Set", elem_id="data-export-set", allow_custom_value=False)
+            exp_fmt = gr.Radio(["jsonl", "hf", "video-r1"], value="jsonl", label="Format", elem_id="data-export-format")
+            b_export = gr.Button("Export", elem_id="data-export")
+        link = gr.HTML(elem_id="data-export-link")
+
+        def refresh_all():
+            names = ops.set_names(ctx)
+            st = ops.synth_status(ctx)
+            return (esc_roots(ctx), files_html(ctx), st["html"], gr.Timer(active=st["state"] == "running"),
+                    sets_html(ctx), gr.Dropdown(choices=names, value=names[-1] if names else None))
+        outs_all = [roots, files, status, timer, sets, exp_set]
+
+        def on_load(request: gr.Request):
+            with guard(ctx, request, PAGE):
+                return (nav_html(ctx, request.username, PAGE), *refresh_all())
+        demo.load(on_load, None, [nav, *outs_all])
+
+        def on_add(path, request: gr.Request):
+            with guard(ctx, request, PAGE):
+                return (msg_html(ops.add_folder(ctx, path)), files_html(ctx))
+        b_add.click(on_add, [folder], [msg, files], api_name="add_folder")
+
+        def on_synth(per_video, n, m, l, fps, seed, workers, request: gr.Request):  # noqa: E741
+            with guard(ctx, request, PAGE):
+                form = _form({"per_video": per_video, "n": n, "m": m, "l": l, "fps": fps, "seed": seed,
+                              "workers": workers})
+                text = ops.start_synth(ctx, request.username, form)
+                return msg_html(text), ops.synth_status(ctx)["html"], gr.Timer(active=True)
+        b_synth.click(on_synth, synth_in, [msg, status, timer], api_name="synth")
+
+        def on_tick(request: gr.Request):
+            with guard(ctx, request, PAGE):
+                return refresh_all()
+        timer.tick(on_tick, None, outs_all, show_progress="hidden")
+
+        def on_audit(request: gr.Request):
+            with guard(ctx, request, PAGE):
+                return ops.table_html("data-audit-table", ops.AUDIT_HEADERS, ops.audit_rows(ctx))
+        b_audit.click(on_audit, None, [audit], api_name="audit")
+
+        def on_freeze(name, md, tr, va, te, request: gr.Request):
+            with guard(ctx, request, PAGE) as uid:
+                text = ops.freeze(ctx, uid, name, md, tr, va, te)
+                names = ops.set_names(ctx)
+                return msg_html(text), sets_html(ctx), gr.Dropdown(choices=names, value=names[-1])
+        b_freeze.click(on_freeze, [set_name, min_d, *fr], [msg, sets, exp_set], api_name="freeze")
+
+        def on_export(name, fmt, request: gr.Request):
+            with guard(ctx, request, PAGE):
+                path = ops.export_zip(ctx, name, fmt)
+                href = f"/{PAGE}/export/{path.name}"
+                return (msg_html(f"exported {name} as {fmt}"),
+                        f'<a id="data-download" class="mvp-btn" href="{esc(href)}" download="{esc(path.name)}">'
+                        f'Download {esc(path.name)}</a>')
+        b_export.click(on_export, [exp_set, exp_fmt], [msg, link], api_name="export")
+    return demo
+
+
+def files_html(ctx: WebContext) -> str:
+    return ops.table_html("data-files", ["file", "folder", "will be skipped because"], ops.folder_rows(ctx),
+                          "no folder added yet")
+
+
+def sets_html(ctx: WebContext) -> str:
+    return ops.table_html("data-sets", ops.SET_HEADERS, ops.set_rows(ctx), "no curated set yet")
+
+
+def esc_roots(ctx: WebContext) -> str:
+    return f'<div class="mvp-data">Allowed folders: <code id="data-allowed">{esc(ops.roots_text(ctx))}</code></div>'
+
+
+def _form(vals: dict) -> ops.SynthForm:
+    from pydantic import ValidationError
+    try:
+        return ops.SynthForm(**{k: v for k, v in vals.items() if v is not None})
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise UserError(f"{err['loc'][0]}: {err['msg']}") from None

@@ -1,0 +1,239 @@
+"""What the Data page does, apart from its layout: folders of videos under the allowed roots,
+synthesis as a background job (`mvp synth` through app/web/jobs.py, kind "synth"), the shortcut
+audit, freezing and listing sets, and exporting a set as a zip download.
+
+Each function takes the page's `WebContext` and returns rows or one line; bad input raises
+UserError with one line (the page shows it), and nothing is half-written: synthesis is the CLI's own
+process and store, a freeze is one transaction, an export is written to a fresh folder and zipped."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.web.common import WebContext, esc
+from mvp_core.errors import UserError
+
+EXPORTS = "exports"                 # under the data directory: the zips the page hands out
+ZIP_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.zip$")
+SPLITS = ("train", "val", "test")
+
+
+class SynthForm(BaseModel):
+    """The synthesis settings the Data page offers (the rest keep `mvp synth`'s defaults)."""
+    model_config = ConfigDict(extra="forbid")
+    per_video: int = Field(3, ge=1, le=100, description="puzzles per video, from different start times")
+    n: int = Field(8, ge=3, le=32, description="keyframes per puzzle (N)")
+    m: int = Field(3, ge=1, le=8, description="masked frames (m)")
+    l: int = Field(4, ge=1, le=16, description="distractors per puzzle (l)")  # noqa: E741  the method's name
+    fps: float = Field(1.0, gt=0, le=30, description="sampling rate in frames per second")
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="random seed (same inputs + seed => same puzzles)")
+    workers: int = Field(1, ge=1, le=16, description="worker processes")
+
+
+def table_html(elem_id: str, headers: list[str], rows: list[list], empty: str = "nothing yet") -> str:
+    """Rows as a plain HTML table (every row in the DOM, styled for light and dark mode)."""
+    if not rows:
+        return f'<div class="mvp-data" id="{esc(elem_id)}"><i>{esc(empty)}</i></div>'
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return (f'<div class="mvp-data"><table class="mvp-table" id="{esc(elem_id)}"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{body}</tbody></table></div>')
+
+
+def db_url(ctx: WebContext) -> str:
+    return ctx.Session.kw["bind"].url.render_as_string(hide_password=False)
+
+
+# ---- folders ----------------------------------------------------------------------------------
+
+def add_folder(ctx: WebContext, path: str) -> str:
+    from db.sources import add_folder as db_add
+    with ctx.Session() as s:
+        real = db_add(s, path)
+    found = scan_rows([real])
+    n_ok = sum(1 for r in found if not r[2])
+    return f"added {real}: {n_ok} videos, {len(found) - n_ok} files that will be skipped"
+
+
+def scan_rows(folders: list[str]) -> list[list]:
+    """[file name, folder, skip reason] for every video file under the folders (as synthesis sees them)."""
+    from mvp_core.video.scan import scan
+    rows = []
+    for c in scan(folders):
+        folder = next((f for f in folders if str(c.path).startswith(f.rstrip("/") + "/")), str(c.path.parent))
+        rows.append([c.path.name, folder, c.skip_reason])
+    return rows
+
+
+def folder_rows(ctx: WebContext) -> list[list]:
+    from db.sources import folders
+    with ctx.Session() as s:
+        return scan_rows(folders(s))
+
+
+def roots_text(ctx: WebContext) -> str:
+    from db.sources import allowed_roots
+    with ctx.Session() as s:
+        roots = allowed_roots(s)
+    return ", ".join(roots) if roots else "none yet (an admin sets them on the Admin page)"
+
+
+# ---- synthesis --------------------------------------------------------------------------------
+
+def start_synth(ctx: WebContext, user: str, form: SynthForm) -> str:
+    from app.web.jobs import launch_cli
+    from db.sources import folders
+    with ctx.Session() as s:
+        dirs = folders(s)
+    if not dirs:
+        raise UserError("add a folder of videos first")
+    args = ["synth", *dirs, "--data", str(ctx.data_dir), "--db", db_url(ctx), "--per-video", str(form.per_video),
+            "--n", str(form.n), "--m", str(form.m), "--l", str(form.l), "--fps", str(form.fps),
+            "--seed", str(form.seed), "--workers", str(form.workers)]
+    job = launch_cli(ctx.data_dir, "synth", args, user=user, label=f"synth {len(dirs)} folders",
+                     meta={"settings": form.model_dump()})
+    return f"synthesis started ({job['label']})"
+
+
+def synth_status(ctx: WebContext) -> dict:
+    """{"state", "done", "total", "summary", "skipped": [[file, reason]], "html"} of the last synthesis job."""
+    from app.web.jobs import active, log_tail
+    job = active(ctx.data_dir, "synth")
+    if job is None:
+        return {"state": "none", "done": 0, "total": 0, "summary": "", "skipped": [],
+                "html": '<div class="mvp-data" id="synth-status" data-state="none">no synthesis yet</div>'}
+    state = job["status"]["state"]
+    prog = job["progress"]
+    tail = log_tail(job["log"], 400).splitlines()
+    summary = next((ln for ln in reversed(tail) if ln.startswith("synth: ")), "")
+    skipped = [ln.strip()[5:].rsplit(": ", 1) for ln in tail if ln.startswith("  SKIP ")]
+    skipped = [[Path(p).name, r] for p, r in (x if len(x) == 2 else (x[0], "") for x in skipped)]
+    errors = [ln for ln in tail if ln.startswith("error:") or ln.startswith("Traceback")]
+    total = prog["total"] or 0
+    pct = 100.0 * prog["done"] / total if total else (100.0 if state == "done" else 0.0)
+    lines = "".join(f"<li class='mvp-skip'>{esc(f)}: {esc(r)}</li>" for f, r in skipped)
+    html = (f'<div class="mvp-data" id="synth-status" data-state="{esc(state)}" data-done="{prog["done"]}" '
+            f'data-total="{total}"><div>synthesis: <b>{esc(state)}</b> · {prog["done"]} / {total} videos</div>'
+            f'<div class="mvp-bar"><div style="width:{pct:.1f}%"></div></div>'
+            + (f'<p id="synth-summary">{esc(summary)}</p>' if summary else "")
+            + (f'<p>skipped files:</p><ul id="synth-skipped">{lines}</ul>' if skipped else "")
+            + (f'<pre>{esc(chr(10).join(tail[-8:]))}</pre>' if errors or state == "failed" else "") + "</div>")
+    return {"state": state, "done": prog["done"], "total": total, "summary": summary, "skipped": skipped,
+            "html": html}
+
+
+# ---- audit ------------------------------------------------------------------------------------
+
+AUDIT_HEADERS = ["group", "puzzles", "solver", "mean reward", "exact", "chance exact"]
+
+
+def audit_rows(ctx: WebContext) -> list[list]:
+    """The shortcut audit over every puzzle in the store, one row per group and solver."""
+    from sqlalchemy import select
+
+    from db.models import Puzzle as PuzzleRow
+    from mvp_core.puzzle import Puzzle
+    from mvp_core.synth.audit import audit
+    from mvp_core.video.frames import FrameStore
+    with ctx.Session() as s:
+        puzzles = [Puzzle.from_dict(json.loads(r)) for r in s.scalars(select(PuzzleRow.record_json).order_by(PuzzleRow.id))]
+    if not puzzles:
+        raise UserError("no puzzles to audit: synthesize first")
+    report = audit(puzzles, FrameStore(ctx.data_dir).load)
+    return [[g, r["n"], name, round(v["mean_reward"], 4), round(v["exact"], 4), round(r["chance_exact"], 4)]
+            for g, r in report["groups"].items() for name, v in r["solvers"].items()]
+
+
+# ---- sets -------------------------------------------------------------------------------------
+
+def parse_splits(train: float, val: float, test: float) -> dict[str, float]:
+    fr = {"train": float(train or 0), "val": float(val or 0), "test": float(test or 0)}
+    if any(v < 0 or v > 1 for v in fr.values()) or abs(sum(fr.values()) - 1.0) > 1e-6:
+        raise UserError("split fractions must be between 0 and 1 and add up to 1")
+    return fr
+
+
+def freeze(ctx: WebContext, uid: int, name: str, min_distractors: int, train: float, val: float,
+           test: float) -> str:
+    """Freeze the accepted puzzles into a new set, split by video."""
+    import inspect
+
+    from db.sets import freeze_set
+    fr = parse_splits(train, val, test)
+    kw = {"min_distractors": int(min_distractors), "created_by": uid}
+    # Splits by video belong to db/sets.py's freeze; until its `split` argument exists the set is
+    # frozen whole (every puzzle counted under "none").
+    if "split" in inspect.signature(freeze_set).parameters:
+        kw["split"] = fr
+    with ctx.Session() as s:
+        res = freeze_set(s, (name or "").strip(), **kw)
+    counts = ", ".join(f"{k} {v}" for k, v in split_counts(ctx, res["name"]).items())
+    return f"froze {res['name']}: {res['n_puzzles']} puzzles ({counts}), {res['n_excluded']} excluded"
+
+
+def split_counts(ctx: WebContext, name: str) -> dict[str, int]:
+    from db.sets import load_set
+    with ctx.Session() as s:
+        recs = load_set(s, name)
+    c = Counter(r.get("split", "none") for r in recs)
+    return {k: c[k] for k in (*SPLITS, "none") if c[k]}
+
+
+SET_HEADERS = ["set", "puzzles", *SPLITS, "videos", "excluded", "content hash", "created"]
+
+
+def set_rows(ctx: WebContext) -> list[list]:
+    from db.sets import list_sets, load_set
+    rows = []
+    with ctx.Session() as s:
+        for cs in list_sets(s):
+            recs = load_set(s, cs["name"])
+            c = Counter(r.get("split", "none") for r in recs)
+            rows.append([cs["name"], cs["n_puzzles"], *(c[k] for k in SPLITS),
+                         len({r["video"]["id"] for r in recs}), cs["n_excluded"], cs["content_hash"][:12],
+                         str(cs["created_at"])[:19]])
+    return rows
+
+
+def set_names(ctx: WebContext) -> list[str]:
+    from db.sets import list_sets
+    with ctx.Session() as s:
+        return [cs["name"] for cs in list_sets(s)]
+
+
+def export_zip(ctx: WebContext, name: str, fmt: str) -> Path:
+    """Export the set into a fresh folder and zip it under DATA/exports; returns the zip's path."""
+    from db.export import FORMATS, export_set
+    if fmt not in FORMATS:
+        raise UserError(f"format must be one of {', '.join(FORMATS)}")
+    if not name:
+        raise UserError("choose a set to export")
+    base = Path(ctx.data_dir) / EXPORTS
+    base.mkdir(parents=True, exist_ok=True)
+    stem = f"{name}-{fmt}-{time.strftime('%Y%m%d-%H%M%S')}"
+    work = base / f".{stem}"
+    try:
+        with ctx.Session() as s:
+            export_set(s, name, fmt, work, ctx.data_dir)
+        tmp = shutil.make_archive(str(base / f".{stem}.part"), "zip", root_dir=work)
+        final = base / f"{stem}.zip"
+        Path(tmp).replace(final)           # appears whole or not at all
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return final
+
+
+def export_file(ctx: WebContext, file_name: str) -> Path:
+    """The zip behind a download link: a plain name under DATA/exports, nothing else."""
+    if not ZIP_RE.match(file_name or ""):
+        raise UserError("no such export")
+    p = Path(ctx.data_dir) / EXPORTS / file_name
+    if not p.is_file():
+        raise UserError("no such export")
+    return p

@@ -1,0 +1,80 @@
+"""Held-out evaluation during training (SFT and GRPO): every `eval_steps` optimizer steps the
+trainer answers each held-out puzzle once, greedily, with the same prompt settings it trains
+with, and logs `eval_reward`, `eval_exact`, `eval_format` (means over the puzzles) into that
+step's metrics.jsonl row. The held-out puzzles come from videos the run does not train on
+(a curated set's val/test split, or a separate puzzles file)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mvp_core.errors import UserError
+
+EVAL_FIELDS = ("eval_reward", "eval_exact", "eval_format", "eval_n", "eval_s")
+
+
+def read_puzzles(path: Path, split: str = "") -> list[dict]:
+    """Puzzle records of a JSONL file; only those of `split` when given (records carry `split`
+    when exported from a frozen curated set)."""
+    if not path.is_file():
+        raise UserError(f"eval puzzles file {path} does not exist")
+    out = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UserError(f"{path}:{n}: not a JSON puzzle record ({e.msg})") from None
+        if not split or rec.get("split") == split:
+            out.append(rec)
+    if not out:
+        raise UserError(f"{path} holds no puzzles" + (f" of split {split!r}" if split else ""))
+    return out
+
+
+class HeldOut:
+    """The held-out puzzles of a run and how to score the current policy on them."""
+
+    def __init__(self, records: list[dict], data_dir: Path, cfg):
+        from mvp_core.model.prompt import PromptConfig
+        from mvp_core.video.frames import FrameStore
+        self.records, self.data_dir = records, data_dir
+        self.prompt = PromptConfig(video_mode=cfg.video_mode, max_pixels=cfg.max_pixels or None)
+        self.max_new_tokens = int(cfg.max_completion_length)
+        self.load = FrameStore(data_dir).load
+
+    @classmethod
+    def from_config(cls, cfg) -> "HeldOut | None":
+        """None when the run has no eval puzzles (eval_puzzles empty)."""
+        if not cfg.eval_puzzles:
+            return None
+        path = Path(cfg.eval_puzzles)
+        records = read_puzzles(path, cfg.eval_split)
+        if cfg.eval_limit:
+            records = records[: cfg.eval_limit]
+        data_dir = Path(cfg.eval_data_dir) if cfg.eval_data_dir else path.parent
+        if not data_dir.is_dir():
+            raise UserError(f"eval_data_dir {data_dir} is not a directory")
+        return cls(records, data_dir, cfg)
+
+    def evaluate(self, model, processor, batch_puzzles: int = 8) -> dict:
+        """{'eval_reward', 'eval_exact', 'eval_format', 'eval_n', 'eval_s'} for greedy answers."""
+        import time
+
+        import numpy as np
+
+        from mvp_core.model.rollout import GenConfig, run_rollouts
+        t0 = time.perf_counter()
+        was_training = model.training
+        model.eval()
+        try:
+            rows = run_rollouts(model, processor, self.records, self.load, self.prompt,
+                                GenConfig(num_generations=1, do_sample=False, max_new_tokens=self.max_new_tokens),
+                                batch_puzzles=batch_puzzles)
+        finally:
+            model.train(was_training)
+        return {"eval_reward": float(np.mean([r["total"] for r in rows])),
+                "eval_exact": float(np.mean([r["exact"] for r in rows])),
+                "eval_format": float(np.mean([r["format"] for r in rows])),
+                "eval_n": len(rows), "eval_s": time.perf_counter() - t0}

@@ -1,0 +1,193 @@
+"""The supervised warm start (`mvp sft`): teach the answer format and the right labels before
+GRPO, with the loss on the completion tokens only.
+
+Written beside the GRPO loop rather than on TRL's SFTTrainer: TRL is not installed here, its
+SFTTrainer collates multi-image Qwen2.5-VL rows through a processor-specific data collator we
+would still have to write (our prompts interleave N frames and m + l options, decoded by us, with
+`mm_token_type_ids`), and it writes the Hugging Face Trainer's output layout, not the run
+directory of docs/grpo.md. Reusing this package's pieces instead gives SFT the same run directory,
+checkpoints, exact resume, status file, prompt encoding and held-out evaluation as GRPO.
+
+One optimizer step: the step's puzzles (a pure function of seed and step, as in GRPO), the
+target completion of each, one forward per micro-batch, mean token cross-entropy over all
+completion tokens of the step, clip, AdamW. Single process (the tiny models it is meant for fit
+one; a real model's warm start runs the same code on one GPU)."""
+from __future__ import annotations
+
+import time
+
+import torch
+
+from mvp_core.grpo import batching, checkpoint
+from mvp_core.grpo.data import PuzzleSet
+from mvp_core.grpo.heldout import HeldOut
+from mvp_core.grpo.loop import StopFlag
+from mvp_core.grpo.loss import selective_log_softmax
+from mvp_core.grpo.model_setup import load_model, make_optimizer, resume_schedule, use_bf16
+from mvp_core.grpo.rundir import RunDir
+from mvp_core.grpo.sft_config import SFTConfig
+
+SFT_METRIC_FIELDS = ("step", "loss", "token_accuracy", "grad_norm", "lr", "step_s", "samples_per_s",
+                     "tokens_per_s", "completion_length", "epoch", "time")
+
+
+def target_text(record: dict, style: str = "empty") -> str:
+    """The completion the model learns for a puzzle: DESIGN §3's answer format with the right labels."""
+    labels = ", ".join(record["answer"])
+    if style == "empty":
+        return f"<think></think><answer>{labels}</answer>"
+    s, m = record["mask"]["start"], record["mask"]["length"]
+    n = len(record["frames"])
+    where = f"between frame {s} and frame {s + m + 1}" if s + m < n else f"after frame {s}"
+    return f"<think>The gap is {where}; in order: {labels}.</think><answer>{labels}</answer>"
+
+
+def train_sft(cfg: SFTConfig, resume: bool = False, on_step=None) -> dict:
+    """Run (or resume) an SFT run; returns {'state', 'step', 'metrics', 'run_dir'}."""
+    with StopFlag() as stop:
+        return _train(cfg, resume, on_step, stop)
+
+
+def _start(run: RunDir, cfg: SFTConfig, data: PuzzleSet, resume: bool, log):
+    start_step, ckpt = 0, None
+    run.create(resume)
+    if resume:
+        latest = run.latest_checkpoint()
+        if latest is not None:
+            start_step, ckpt = latest
+            log(f"resuming from {ckpt} (step {start_step})")
+    if start_step == 0:
+        run.write_config(data.config_yaml(cfg, 1).replace("run_info:", "run_info:\n  kind: sft", 1))
+    run.truncate_metrics(start_step)
+    run.write_status(state="running", step=start_step, max_steps=cfg.max_steps, kind="sft")
+    return start_step, ckpt
+
+
+def _train(cfg: SFTConfig, resume: bool, on_step, stop: StopFlag) -> dict:
+    if not cfg.model:
+        from mvp_core.errors import UserError
+        raise UserError("model: no model path given (model=PATH)")
+    data = PuzzleSet.open(cfg)
+    heldout = HeldOut.from_config(cfg)
+    run = RunDir(cfg.output_dir)
+
+    def log(msg: str) -> None:
+        print(msg, flush=True)
+        run.log(msg)
+
+    start_step, ckpt = _start(run, cfg, data, resume, log)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(cfg.seed)
+    model, processor = load_model(cfg, device, ckpt)
+    optimizer, scheduler = make_optimizer(model, cfg)
+    if ckpt is not None:
+        checkpoint.load_optimizer_state(ckpt, optimizer, scheduler)
+        resume_schedule(optimizer, scheduler, cfg, start_step)
+        checkpoint.load_rng(ckpt, 0)
+    tok = processor.tokenizer
+    eos = tok.convert_tokens_to_ids("<|im_end|>") if "<|im_end|>" in tok.get_vocab() else tok.eos_token_id
+    ctx = {"pad": tok.pad_token_id if tok.pad_token_id is not None else eos, "eos": eos,
+           "bf16": use_bf16(cfg, device), "device": device}
+    log(f"sft {cfg.model}: {sum(p.numel() for p in model.parameters() if p.requires_grad) / 1e6:.2f}M "
+        f"trainable, {len(data)} puzzles, {len(heldout.records) if heldout else 0} held-out")
+
+    step, metrics = start_step, {}
+    while step < cfg.max_steps:
+        t0 = time.perf_counter()
+        records = data.puzzles_for_step(step, 0, 1)
+        lr = optimizer.param_groups[0]["lr"]
+        out = sft_step(cfg, model, processor, data, records, ctx)
+        gn = _clip_and_step(cfg, model, optimizer, scheduler)
+        step += 1
+        dt = time.perf_counter() - t0
+        metrics = {"step": step, "loss": out["loss"], "token_accuracy": out["accuracy"], "grad_norm": gn,
+                   "lr": float(lr), "step_s": dt, "samples_per_s": len(records) / dt,
+                   "tokens_per_s": out["tokens"] / dt, "completion_length": out["tokens"] / len(records),
+                   "epoch": data.epoch_of(step, 1), "time": time.time()}
+        stopping = stop.set
+        if heldout and (step == cfg.max_steps or (cfg.eval_steps and step % cfg.eval_steps == 0) or stopping):
+            metrics.update(heldout.evaluate(model, processor))
+        run.append_metrics(metrics)
+        run.write_status(state="running", step=step)
+        line = f"step {step}: loss {out['loss']:.4f} acc {out['accuracy']:.3f} lr {lr:.2e} {dt:.2f}s"
+        if "eval_reward" in metrics:
+            line += f" | eval reward {metrics['eval_reward']:.3f} exact {metrics['eval_exact']:.3f}"
+        log(line)
+        if on_step is not None:
+            on_step(step, metrics)
+        if step % cfg.save_steps == 0 or step == cfg.max_steps or stopping:
+            _save(run, step, cfg, model, processor, optimizer, scheduler)
+            log(f"checkpoint step {step}")
+        if stopping:
+            run.write_status(state="stopped", step=step)
+            log(f"stopped by signal after step {step}; resume with --resume")
+            return {"state": "stopped", "step": step, "metrics": metrics, "run_dir": str(run.path)}
+    if cfg.lora and step > start_step:
+        _write_merged(run, model, processor, log)
+    run.write_status(state="finished", step=step)
+    log(f"finished at step {step}")
+    return {"state": "finished", "step": step, "metrics": metrics, "run_dir": str(run.path)}
+
+
+def _targets(cfg: SFTConfig, processor, records: list[dict], eos: int) -> list[torch.Tensor]:
+    tok = processor.tokenizer
+    return [torch.tensor(tok(target_text(r, cfg.target), add_special_tokens=False)["input_ids"] + [eos])
+            for r in records]
+
+
+def sft_step(cfg: SFTConfig, model, processor, data: PuzzleSet, records: list[dict], ctx: dict) -> dict:
+    """Forward + backward over the step's micro-batches; gradients accumulate, normalised by the
+    step's completion tokens (every token weighs the same, whatever its micro-batch)."""
+    from contextlib import nullcontext
+    encs = [data.encode(r, processor) for r in records]
+    comps = _targets(cfg, processor, records, ctx["eos"])
+    n_tokens = sum(int(c.numel()) for c in comps)
+    mb = cfg.per_device_train_batch_size
+    model.train()
+    loss_sum, correct = 0.0, 0
+    for s in range(0, len(records), mb):
+        batch = batching.collate(encs[s:s + mb], comps[s:s + mb], ctx["pad"], ctx["device"], frozenset({ctx["eos"]}))
+        mask = batch.pop("completion_mask").float()
+        batch.pop("prompt_len")
+        width = mask.shape[1]
+        amp = torch.autocast(device_type=ctx["device"].type, dtype=torch.bfloat16) if ctx["bf16"] else nullcontext()
+        with amp:
+            logits = model(**batch, logits_to_keep=width + 1, use_cache=False).logits[:, :-1, :]
+        ids = batch["input_ids"][:, -width:]
+        logps = selective_log_softmax(logits, ids)
+        loss = -(logps * mask).sum() / n_tokens
+        loss.backward()
+        loss_sum += float(loss.detach())
+        with torch.no_grad():
+            correct += int(((logits.argmax(-1) == ids).float() * mask).sum())
+    return {"loss": loss_sum, "accuracy": correct / max(n_tokens, 1), "tokens": n_tokens}
+
+
+def _clip_and_step(cfg: SFTConfig, model, optimizer, scheduler) -> float:
+    params = [p for p in model.parameters() if p.requires_grad]
+    if cfg.max_grad_norm > 0:
+        gn = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+    else:
+        gn = float(torch.norm(torch.stack([p.grad.norm() for p in params if p.grad is not None])))
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return gn if gn == gn else -1.0
+
+
+def _save(run: RunDir, step: int, cfg: SFTConfig, model, processor, optimizer, scheduler) -> None:
+    checkpoint.save_checkpoint(run.checkpoint_dir(step), model=model, processor=processor, optimizer=optimizer,
+                               scheduler=scheduler, state={"step": step, "base_model": cfg.model, "lora": cfg.lora,
+                                                           "kind": "sft"}, rank=0, world=1)
+    run.prune_checkpoints(cfg.save_total_limit)
+
+
+def _write_merged(run: RunDir, model, processor, log) -> None:
+    """LoRA: the adapter merged into full weights in RUN/merged/, a plain model directory a GRPO
+    run (model=RUN/merged) or `mvp eval --model` can start from."""
+    import copy
+    merged = copy.deepcopy(model).merge_and_unload()
+    out = run.path / "merged"
+    merged.save_pretrained(out)
+    processor.save_pretrained(out)
+    log(f"merged LoRA weights written to {out}")

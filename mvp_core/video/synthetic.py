@@ -1,0 +1,139 @@
+"""Short procedural videos with a clear arrow of time, for the learning proof and the demo.
+
+Every video shows one white object whose state changes monotonically with time over a
+background that is redrawn at every frame (a new random colour field: a "scene cut" per frame).
+The order of two frames is therefore decidable from the object alone, while whole-frame pixel
+similarity and colour histograms (what the shortcut audit's solvers use, docs/SYNTHESIS.md) carry
+almost no information about time. Kinds:
+
+- slide: a square moves at constant speed in one of four directions
+- grow:  a ring (a ripple) widens (or closes) linearly; rings of different radii do not overlap
+- fill:  a thin bar fills from one edge (left, right, top or bottom)
+
+Hand-written on purpose: the frames are a few numpy operations; writing goes through moviepy and
+the ffmpeg that imageio-ffmpeg ships (DESIGN §5), the same encoder the project uses elsewhere.
+Everything is a function of the seed: the same (seed, index) gives the same pixels."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+KINDS = ("slide", "grow", "fill")
+
+
+@dataclass(frozen=True)
+class VideoSpec:
+    """How the generated videos look. Defaults: 64x64 px, 12 s at 2 frame/s (24 frames)."""
+    size: int = 64            # width = height in pixels (even: H.264 with yuv420p needs it)
+    seconds: float = 12.0
+    fps: float = 2.0
+    object_size: int = 10     # side of the sliding square / thickness of the fill bar, in pixels
+    background_cells: int = 4  # the background colour field is this many cells per side, upsampled
+
+    def n_frames(self) -> int:
+        return int(round(self.seconds * self.fps))
+
+
+def _background(rng: np.random.Generator, spec: VideoSpec) -> np.ndarray:
+    """A smooth random colour field, darker than the white object (values 0..200)."""
+    from PIL import Image
+    cells = rng.integers(0, 201, size=(spec.background_cells, spec.background_cells, 3), dtype=np.uint8)
+    return np.asarray(Image.fromarray(cells).resize((spec.size, spec.size), Image.BILINEAR)).copy()
+
+
+def _progress(n: int) -> np.ndarray:
+    """Object state per frame in [0, 1], linear in time."""
+    return np.linspace(0.0, 1.0, n)
+
+
+def _slide(frame: np.ndarray, p: float, params: dict, spec: VideoSpec) -> None:
+    s, k = spec.size, spec.object_size
+    travel = s - k
+    pos = int(round(p * travel))
+    along = pos if params["forward"] else travel - pos
+    across = params["across"]
+    y, x = (along, across) if params["vertical"] else (across, along)
+    frame[y:y + k, x:x + k] = 255
+
+
+def _grow(frame: np.ndarray, p: float, params: dict, spec: VideoSpec) -> None:
+    s = spec.size
+    r0, r1 = 2.0, s * 0.45
+    r = r0 + (r1 - r0) * (p if params["forward"] else 1.0 - p)
+    yy, xx = np.mgrid[0:s, 0:s]
+    d = np.sqrt((yy - s / 2 + 0.5) ** 2 + (xx - s / 2 + 0.5) ** 2)
+    frame[np.abs(d - r) <= params["thin"] / 2] = 255
+
+
+def _fill(frame: np.ndarray, p: float, params: dict, spec: VideoSpec) -> None:
+    s, k = spec.size, params["thin"]
+    length = int(round(2 + p * (s - 2)))
+    a = params["across"]
+    if params["vertical"]:
+        rows = slice(s - length, s) if params["forward"] else slice(0, length)
+        frame[rows, a:a + k] = 255
+    else:
+        cols = slice(0, length) if params["forward"] else slice(s - length, s)
+        frame[a:a + k, cols] = 255
+
+
+_DRAW = {"slide": _slide, "grow": _grow, "fill": _fill}
+
+
+def render(kind: str, seed: int, spec: VideoSpec | None = None) -> list[np.ndarray]:
+    """The frames (H, W, 3) uint8 of one video of `kind`."""
+    if kind not in _DRAW:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}")
+    spec = spec or VideoSpec()
+    rng = np.random.default_rng([seed, KINDS.index(kind)])
+    params = {"forward": bool(rng.integers(2)), "vertical": bool(rng.integers(2)),
+              "across": int(rng.integers(0, spec.size - spec.object_size + 1)),
+              # thin objects: little pixel mass, so whole-frame similarity barely sees them
+              "thin": max(2, spec.size // 20)}
+    frames = []
+    for p in _progress(spec.n_frames()):
+        frame = _background(rng, spec)
+        _DRAW[kind](frame, float(p), params, spec)
+        frames.append(frame)
+    return frames
+
+
+def write_video(path: Path, frames: list[np.ndarray], fps: float) -> Path:
+    """H.264 MP4 through moviepy (imageio-ffmpeg's ffmpeg); near-lossless so the object's edges
+    survive the encoder. Written to a temporary name and renamed: no half-written file remains."""
+    from moviepy import ImageSequenceClip
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    clip = ImageSequenceClip(list(frames), fps=fps)
+    try:
+        clip.write_videofile(str(tmp), codec="libx264", audio=False, logger=None,
+                             ffmpeg_params=["-crf", "12", "-pix_fmt", "yuv420p"])
+    finally:
+        clip.close()
+    tmp.replace(path)
+    return path
+
+
+def make_videos(out_dir, n: int, seed: int = 0, spec: VideoSpec | None = None,
+                kinds: tuple[str, ...] = KINDS, progress: bool = False) -> list[Path]:
+    """`n` videos `<kind>_<seed>_<i>.mp4` in `out_dir`, kinds in turn; existing files are kept
+    (re-running with the same arguments is a no-op)."""
+    from tqdm import tqdm
+    if n < 1:
+        raise ValueError("n must be >= 1")
+    bad = [k for k in kinds if k not in _DRAW]
+    if bad:
+        raise ValueError(f"unknown kind {bad[0]!r} (kinds: {', '.join(KINDS)})")
+    spec = spec or VideoSpec()
+    out = Path(out_dir)
+    paths = []
+    for i in tqdm(range(n), desc="videos", unit="video", disable=not progress):
+        kind = kinds[i % len(kinds)]
+        path = out / f"{kind}_{seed}_{i:04d}.mp4"
+        if not path.is_file():
+            write_video(path, render(kind, seed * 100_003 + i, spec), spec.fps)
+        paths.append(path)
+    return paths
