@@ -6,7 +6,8 @@ database run beside it (`mvp users add`, `mvp sets freeze`, `mvp export`, a `sql
 looked up in the database, and duplicates are counted: a (curator, puzzle) with two "set" events, or a
 puzzle with more reviews than the overlap k.
 
-Also reported: verdict latency through HTTP (client clock, p50/p95) and whether the server ever wrote
+Each curator works as the curate page does: its own answer first (`/curate/api/answer`), then the
+verdict. Also reported: latency of answer + verdict through HTTP (client clock, p50/p95) and whether the server ever wrote
 into a deleted WAL (its /proc/PID/fd showing `mvp.sqlite-wal (deleted)`).
 
 Usage: python bench/web_durability.py [--engine sqlite|postgresql|both] [--curators 20] [--seconds 40]
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -70,23 +72,31 @@ def curator(url: str, name: str, password: str, stop: threading.Event, tally: Ta
         tally.errors.append(f"{name}: login: {e}")
         return
     c.timeout = 120
-    state, i = None, 0
+    state, html, i = None, "", 0
     while not stop.is_set():
         try:
             if state is None or not state.get("pid"):
-                state = _post(c, "/curate/api/load", {})["state"]
+                out = _post(c, "/curate/api/load", {})
+                state, html = out["state"], out["html"]
                 if not state.get("pid"):
                     return                                   # nothing left for this curator
+            pid = state["pid"]
+            t = time.perf_counter()
+            # solve first (the page asks for the curator's own answer before a decisive verdict)
+            m = int(re.search(r'data-m="(\d+)"', html).group(1))
+            labels = list(dict.fromkeys(re.findall(r'data-label="([A-Z])"', html)))[:m]
+            _post(c, "/curate/api/answer", {"state": state, "labels": labels, "seconds": 1.0})
             verdict = "accept" if i % 2 == 0 else "reject"
-            pid, t = state["pid"], time.perf_counter()
             out = _post(c, "/curate/api/verdict", {"state": state, "verdict": verdict})
             dt = time.perf_counter() - t
+            if not out.get("msg", "").startswith(f"{verdict}: {pid}"):
+                raise RuntimeError(f"verdict on {pid} not recorded: {out.get('msg')!r}")
             with tally.lock:
                 tally.acked.append((name, pid, verdict))
                 tally.latency_s.append(dt)
                 if tally.phase:
                     tally.after_restart.add(name)
-            state, i = out["state"], i + 1
+            state, html, i = out["state"], out["html"], i + 1
             if think_s:
                 time.sleep(think_s)
         except Transient:

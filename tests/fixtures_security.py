@@ -56,7 +56,7 @@ class Server:
         self.url = f"http://127.0.0.1:{port}"
         self.proc = None
 
-    def start(self, timeout: float = 120) -> "Server":
+    def start(self, timeout: float = 300) -> "Server":
         log = open(self.log_path, "a")
         self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--data", str(self.data),
                                       "--db", self.db_url, "--port", str(self.port), *self.extra],

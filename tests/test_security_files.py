@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
-from fixtures_security import PASSWORD, http_login, puzzle_state
+from fixtures_security import PASSWORD, http_login
 from fixtures_web import PASSWORDS
 
 pytestmark = [pytest.mark.browser]
@@ -19,18 +18,24 @@ def is_media(rel: str) -> bool:
     return any(rel.startswith(d) and rel.endswith(sfx) and "/." not in rel for d, sfx in MEDIA)
 
 
-def render_a_clip(c: httpx.Client) -> None:
-    """A real "play in gap" clip, so cache/clips/ holds what the page really serves."""
-    st = puzzle_state(c)
-    r = c.post("/curate/api/play", json={"state": st, "index": 1}, timeout=120)
-    assert r.status_code == 200 and "<video" in r.json()["clip"], r.text[:300]
+def render_a_clip(data, Session) -> None:
+    """A real "play in gap" clip (moviepy, H.264) in cache/clips/, the folder preview clips live in."""
+    import json
+
+    from db.models import Puzzle as Row
+    from mvp_core.puzzle import Puzzle
+    from mvp_core.video.clips import render_gap_clip
+    with Session() as s:
+        rec = json.loads(s.query(Row.record_json).first()[0])
+    out = render_gap_clip(data, Puzzle.from_dict(rec), rec["options"][0]["label"])
+    assert out.is_file() and out.stat().st_size > 1000
 
 
 def test_only_media_files_are_served(sec_server, sec_data):
-    data, _, _ = sec_data
+    data, _, Session = sec_data
     admin = http_login(sec_server.url, "ada", PASSWORDS["ada"])
     curator = http_login(sec_server.url, "cur01", PASSWORD["cur01"])
-    render_a_clip(curator)
+    render_a_clip(data, Session)
     files = sorted(p for p in data.rglob("*") if p.is_file())
     rels = [p.relative_to(data).as_posix() for p in files]
     must_exist = ["mvp.sqlite", "mvp.sqlite-wal", "mvp.sqlite-shm", "puzzles.jsonl", "models/tiny/config.json",
@@ -75,7 +80,8 @@ def test_curator_cannot_reach_the_database_by_any_spelling(sec_server):
     for path in ("/data/mvp.sqlite", "/data/./mvp.sqlite", "/data/frames/../mvp.sqlite",
                  "/data/frames/%2e%2e/mvp.sqlite", "/data/mvp.sqlite-wal", "/data/MVP.SQLITE",
                  "/data/frames%2F..%2Fmvp.sqlite", "/thumb/mvp.sqlite", "/data/puzzles.jsonl",
-                 "/curate/gradio_api/file=mvp.sqlite", "/curate/gradio_api/file=data/mvp.sqlite"):
+                 "/curate/gradio_api/file=mvp.sqlite", "/curate/gradio_api/file=data/mvp.sqlite",
+                 "/datasets/export/..%2Fmvp.sqlite", "/datasets/export/mvp.sqlite"):
         r = c.get(path)
         assert r.status_code in (400, 403, 404, 405), (path, r.status_code)
         assert b"SQLite format" not in r.content and b'"answer"' not in r.content, path

@@ -5,7 +5,7 @@ only on a puzzle leased to the curator or one they judged before (db/review/acce
 from __future__ import annotations
 
 import pytest
-from fixtures_security import PASSWORD, http_login, puzzle_state
+from fixtures_security import PASSWORD, http_login
 from fixtures_web import PASSWORDS
 
 pytestmark = [pytest.mark.browser]
@@ -53,31 +53,43 @@ def _verdict(c, st, v="accept"):
     return c.post("/curate/api/verdict", json={"state": st, "verdict": v})
 
 
+def _answer(c, st, html):
+    """The curator's own answer (solve first): the first m option labels of the shown puzzle."""
+    import re
+    m = int(re.search(r'data-m="(\d+)"', html).group(1))
+    labels = list(dict.fromkeys(re.findall(r'data-label="([A-Z])"', html)))[:m]
+    return c.post("/curate/api/answer", json={"state": st, "labels": labels, "seconds": 1.0})
+
+
 def test_verdicts_only_on_a_leased_or_own_puzzle(sec_server, sec_data):
     from sqlalchemy import func, select
 
     from db.models.curation import OptionVerdict, PuzzleVerdict, VerdictEvent
+    from db.models.human import HumanAnswer
     _, _, Session = sec_data
     a = http_login(sec_server.url, "cur04", PASSWORD["cur04"])
     b = http_login(sec_server.url, "cur05", PASSWORD["cur05"])
-    st_a = puzzle_state(a)                                    # leased to cur04
-    pid = st_a["pid"]
+    loaded = a.post("/curate/api/load", json={}).json()     # leased to cur04
+    st_a, pid = loaded["state"], loaded["state"]["pid"]
     with Session() as s:
         n_events = s.scalar(select(func.count()).select_from(VerdictEvent))
     # cur05 opens cur04's puzzle by deep link, and tries to judge it and one of its options
-    st_b = b.post("/curate/api/load", json={"puzzle": pid}).json()["state"]
+    deep = b.post("/curate/api/load", json={"puzzle": pid}).json()
+    st_b = deep["state"]
     assert st_b["pid"] == pid
-    for r in (_verdict(b, st_b), b.post("/curate/api/toggle", json={"state": st_b, "index": 1, "reason": "other"})):
+    for r in (_answer(b, st_b, deep["html"]), _verdict(b, st_b),
+              b.post("/curate/api/toggle", json={"state": st_b, "index": 1, "reason": "other"})):
         assert r.status_code == 400 and "not assigned to you" in r.json()["error"], r.text
     with Session() as s:
         assert s.scalar(select(func.count()).select_from(VerdictEvent)) == n_events
     # cur04 judges it (leased), goes back and changes the verdict (a revisit), toggles an option, undoes
+    assert _answer(a, st_a, loaded["html"]).status_code == 200
     r = _verdict(a, st_a)
-    assert r.status_code == 200, r.text
+    assert r.status_code == 200 and r.json()["msg"].startswith(f"accept: {pid}"), r.text
     back = a.post("/curate/api/move", json={"state": r.json()["state"], "step": -1}).json()
     assert back["state"]["pid"] == pid
     r = _verdict(a, back["state"], "reject")
-    assert r.status_code == 200, r.text
+    assert r.status_code == 200 and r.json()["msg"].startswith(f"reject: {pid}"), r.text
     back = a.post("/curate/api/move", json={"state": r.json()["state"], "step": -1}).json()
     assert a.post("/curate/api/toggle", json={"state": back["state"], "index": 1, "reason": "other"}).status_code == 200
     assert a.post("/curate/api/undo", json={"state": back["state"]}).status_code == 200
@@ -88,6 +100,7 @@ def test_verdicts_only_on_a_leased_or_own_puzzle(sec_server, sec_data):
         judged_by = s.scalars(select(PuzzleVerdict.user_id).where(PuzzleVerdict.puzzle_id == pid)).all()
         assert judged_by == [get_user(s, "cur04").id]          # one review, cur04's
         assert s.scalar(select(func.count()).select_from(OptionVerdict).where(OptionVerdict.puzzle_id == pid)) == 0
+        assert s.scalar(select(func.count()).select_from(HumanAnswer).where(HumanAnswer.puzzle_id == pid)) == 1
     # a guessed puzzle id
     r = _verdict(b, {**st_b, "pid": "no-such-puzzle"})
     assert r.status_code == 400 and "no puzzle" in r.json()["error"]
