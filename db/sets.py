@@ -7,7 +7,13 @@ reject). A puzzle left with fewer than `min_distractors` distractors is excluded
 
 The frozen records are stored in `set_items` (canonical JSON), so later verdicts never change a set.
 `content_hash` = sha256 of the records' canonical JSON lines in set order (one "\n" after each): the
-exported puzzles.jsonl has exactly these bytes, so its sha256 is the set's hash."""
+exported puzzles.jsonl has exactly these bytes, so its sha256 is the set's hash.
+
+Splits by video: freezing assigns every record a `split` ("train" / "val" / "test") by its video, so
+no video has puzzles in two splits (a puzzle-level split would leak: puzzles of one video share
+frames and scenes). The videos are shuffled with `split_seed` and cut by the fractions (largest
+remainder, every split with a non-zero fraction gets a video when there are enough); the split is a
+field of each stored record, so every export format carries it."""
 from __future__ import annotations
 
 import hashlib
@@ -25,6 +31,53 @@ from mvp_core.errors import UserError
 from mvp_core.puzzle import LABELS, canonical_json
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+SPLITS = ("train", "val", "test")
+DEFAULT_SPLIT = {"train": 0.8, "val": 0.1, "test": 0.1}
+
+
+def parse_split(text: str) -> dict[str, float]:
+    """"train=0.8,val=0.1,test=0.1" -> fractions (names from SPLITS, each in [0, 1], summing to 1)."""
+    out: dict[str, float] = {}
+    for part in (text or "").split(","):
+        name, eq, value = part.strip().partition("=")
+        if not eq or name not in SPLITS or name in out:
+            raise UserError(f"--split wants NAME=FRACTION pairs of {'/'.join(SPLITS)}, e.g. "
+                            f"train=0.8,val=0.1,test=0.1 (got {text!r})")
+        try:
+            out[name] = float(value)
+        except ValueError:
+            raise UserError(f"--split: {value!r} is not a number") from None
+    return check_split(out)
+
+
+def check_split(fractions: dict[str, float]) -> dict[str, float]:
+    if not fractions or any(k not in SPLITS for k in fractions):
+        raise UserError(f"split names must be among {', '.join(SPLITS)}")
+    if any(not 0.0 <= v <= 1.0 for v in fractions.values()) or abs(sum(fractions.values()) - 1.0) > 1e-6:
+        raise UserError("split fractions must be between 0 and 1 and add up to 1")
+    return {k: float(fractions[k]) for k in SPLITS if k in fractions}
+
+
+def assign_splits(video_ids, fractions: dict[str, float], seed: int = 0) -> dict[str, str]:
+    """{video_id: split}: a seeded shuffle of the distinct videos cut by the fractions."""
+    import numpy as np
+    fractions = check_split(fractions)
+    videos = sorted(set(video_ids))
+    order = [videos[i] for i in np.random.default_rng(seed).permutation(len(videos))]
+    names = list(fractions)
+    want = np.array([fractions[k] * len(videos) for k in names])
+    counts = np.floor(want).astype(int)
+    for i in np.argsort(-(want - counts), kind="stable")[:len(videos) - counts.sum()]:
+        counts[i] += 1
+    for i in range(len(names)):  # a split asked for gets a video, taken from the largest, if possible
+        if fractions[names[i]] > 0 and counts[i] == 0 and counts.max() > 1:
+            counts[int(np.argmax(counts))] -= 1
+            counts[i] += 1
+    out, pos = {}, 0
+    for name, n in zip(names, counts):
+        out.update({v: name for v in order[pos:pos + n]})
+        pos += n
+    return out
 
 
 @dataclass
@@ -92,9 +145,12 @@ def store_set(session: Session, name: str, lines: list[str], n_excluded: int, mi
 
 
 def freeze_set(session: Session, name: str, min_distractors: int = 2, created_by: int | None = None,
-               config: FreezeConfig | None = None) -> dict:
-    """Freeze the accepted puzzles into a new set. Returns its summary (see `set_summary`)."""
+               config: FreezeConfig | None = None, split: dict[str, float] | None = None,
+               split_seed: int = 0) -> dict:
+    """Freeze the accepted puzzles into a new set, split by video (`split`: fractions, default
+    DEFAULT_SPLIT). Returns its summary (see `set_summary`)."""
     cfg = config or FreezeConfig(min_distractors=min_distractors)
+    fractions = check_split(split or DEFAULT_SPLIT)
     if cfg.min_distractors < 0:
         raise UserError("min_distractors must be >= 0")
     _check_name(name)
@@ -117,11 +173,23 @@ def freeze_set(session: Session, name: str, min_distractors: int = 2, created_by
         if not lines:
             raise UserError(f"all {excluded} accepted puzzles have fewer than {cfg.min_distractors} "
                             "distractors left; nothing to freeze")
+        lines, videos = _with_splits(lines, fractions, split_seed)
         params = {"min_distractors": cfg.min_distractors, "statuses": list(cfg.statuses),
-                  "n_removed_options": sum(len(v) for v in removed.values())}
+                  "n_removed_options": sum(len(v) for v in removed.values()),
+                  "split": fractions, "split_seed": split_seed, "split_videos": videos}
         cs = store_set(session, name, lines, excluded, cfg.min_distractors, params, created_by)
         return set_summary(cs)
     return run_txn(session, txn)
+
+
+def _with_splits(lines: list[str], fractions: dict[str, float], seed: int) -> tuple[list[str], dict[str, int]]:
+    """The record lines with their video's split, and the number of videos per split."""
+    recs = [json.loads(line) for line in lines]
+    by_video = assign_splits([r["video"]["id"] for r in recs], fractions, seed)
+    for r in recs:
+        r["split"] = by_video[r["video"]["id"]]
+    counts = {k: sum(v == k for v in by_video.values()) for k in fractions}
+    return [canonical_json(r) for r in recs], counts
 
 
 def set_summary(cs: CuratedSet) -> dict:

@@ -8,7 +8,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 
-SYNTH_VERSION = "1"
+SYNTH_VERSION = "2"  # 2: flat frames, guard against shown frames, overlap control
 LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 

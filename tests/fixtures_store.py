@@ -137,12 +137,14 @@ def _build_records(sample_videos: dict, data_dir: Path) -> list[dict]:
     return records
 
 
-def _synth_records(sample_videos: dict, data_dir: Path) -> list[dict] | None:
+def _synth_records(sample_videos: dict, data_dir: Path, trailer_clips: dict) -> list[dict] | None:
     """Puzzles made by the real `mvp synth`."""
     vdir = data_dir.parent / "videos"
     vdir.mkdir(exist_ok=True)
-    for name in ("bigbuckbunny", "bikes", "carphone_pristine"):
+    for name in ("bikes", "carphone_pristine"):
         shutil.copy(sample_videos[name], vdir / f"{name}.mp4")
+    for name, path in trailer_clips.items():
+        shutil.copy(path, vdir / f"{name}.mp4")
     db = data_dir / "synth.sqlite"
     cmd = [sys.executable, "-m", "app.cli", "synth", str(vdir), "--data", str(data_dir),
            "--db", f"sqlite:///{db}", "--per-video", "4"]
@@ -158,13 +160,14 @@ def _synth_records(sample_videos: dict, data_dir: Path) -> list[dict] | None:
 
 
 @pytest.fixture(scope="session")
-def store_puzzles(sample_videos, tmp_path_factory) -> tuple[Path, list[dict]]:
+def store_puzzles(sample_videos, trailer_clips, tmp_path_factory) -> tuple[Path, list[dict]]:
     """(data_dir, records): puzzles over the real sample videos, made once per test session."""
     data_dir = tmp_path_factory.mktemp("store_data") / "data"
     data_dir.mkdir()
     # The real `mvp synth` output by default; MVP_STORE_SYNTH=0 (or no synth command) uses records
     # built here from the same videos' real frames, which is faster.
-    records = _synth_records(sample_videos, data_dir) if os.environ.get("MVP_STORE_SYNTH") != "0" else None
+    records = (_synth_records(sample_videos, data_dir, trailer_clips) if os.environ.get("MVP_STORE_SYNTH") != "0"
+               else None)
     if records is None:
         records = _build_records(sample_videos, data_dir)
     return data_dir, records

@@ -88,7 +88,7 @@ def bad_corpus(tmp_path_factory, sample_videos) -> tuple[Path, dict[str, str]]:
     raw = sample_videos["trailer_bbb"].read_bytes()
     (d / "truncated.mp4").write_bytes(raw[: len(raw) // 3]); exp["truncated.mp4"] = "any"
     write_audio_only(d / "audio_only.mp4"); exp["audio_only.mp4"] = "skip:no video stream"
-    write_video(d / "one_frame.mp4", trailer[:1]); exp["one_frame.mp4"] = "skip:keyframes"
+    write_video(d / "one_frame.mp4", trailer[5:6]); exp["one_frame.mp4"] = "skip:keyframes"  # [0] is black
     noise = [np.random.default_rng(i).integers(0, 255, (8, 8, 3), dtype=np.uint8) for i in range(40)]
     write_video(d / "tiny_8x8.mp4", noise, fps=4); exp["tiny_8x8.mp4"] = "puzzles"
     big = real_frames(sample_videos["bigbuckbunny"], 6, (3840, 2160), fps=1.0)
@@ -107,5 +107,54 @@ def bad_corpus(tmp_path_factory, sample_videos) -> tuple[Path, dict[str, str]]:
     # VP9 through the ffmpeg binary: in-process libvpx refuses to open (EINVAL) once torch has run in this process
     subprocess.run([ffmpeg(), "-y", "-loglevel", "error", "-i", str(plain), "-c:v", "libvpx-vp9", "-deadline", "realtime",
                     "-cpu-used", "8", "-b:v", "500k", str(d / "clip.webm")], check=True); exp["clip.webm"] = "puzzles"
-    os.mkfifo(d / "hang.mp4"); exp["hang.mp4"] = "skip:timed out"
+    os.mkfifo(d / "hang.mp4"); exp["hang.mp4"] = "skip:is a FIFO (named pipe), not a regular file"
     return d, exp
+
+
+def cut_segment(src: Path, dst: Path, start_s: float, seconds: float, width: int = 320,
+                crop: str | None = None) -> Path:
+    """A segment of a real video re-encoded small (optionally cropped first: ffmpeg crop=w:h:x:y)."""
+    vf = (f"crop={crop}," if crop else "") + f"scale={width}:-2"
+    subprocess.run([ffmpeg(), "-y", "-loglevel", "error", "-ss", str(start_s), "-t", str(seconds), "-i", str(src),
+                    "-an", "-vf", vf, "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", str(dst)],
+                   check=True)
+    return dst
+
+
+def _title_card(text: str, size: tuple[int, int] = (320, 180)) -> np.ndarray:
+    from PIL import Image, ImageDraw
+    im = Image.new("RGB", size, (0, 0, 0))
+    ImageDraw.Draw(im).text((size[0] // 4, size[1] // 2 - 6), text, fill=(255, 255, 255))
+    return np.asarray(im)
+
+
+def _fade(a: np.ndarray, colour: int, steps: int) -> list[np.ndarray]:
+    flat = np.full_like(a, colour)
+    return [((1 - k / steps) * a + (k / steps) * flat).astype(np.uint8) for k in range(1, steps + 1)]
+
+
+@pytest.fixture(scope="session")
+def flat_clips(tmp_path_factory, sample_videos) -> Path:
+    """Real trailer frames (320x180, 1 frame/s) cut with what real videos have between scenes:
+    a black segment, a fade to white, a static title card, and frames flashing between two shots."""
+    d = tmp_path_factory.mktemp("flat clips")
+    fr = real_frames(sample_videos["trailer_bbb"], 48, (320, 180), fps=1.0)
+    black = np.zeros_like(fr[0])
+    white = np.full_like(fr[0], 255)
+    write_video(d / "black_segment.mp4", fr[0:12] + [black] * 12 + fr[12:24], fps=1)
+    write_video(d / "fade_to_white.mp4", fr[24:36] + _fade(fr[35], 255, 6) + [white] * 6 + fr[36:46], fps=1)
+    write_video(d / "title_card.mp4", fr[2:14] + [_title_card("THE END OF PART ONE")] * 10 + fr[14:26], fps=1)
+    flashes = [fr[40] if k % 2 else fr[44] for k in range(12)]  # a strobe between two shots
+    write_video(d / "flashing.mp4", fr[10:22] + flashes + fr[30:42], fps=1)
+    return d
+
+
+@pytest.fixture(scope="session")
+def trailer_clips(sample_videos, tmp_path_factory) -> dict[str, Path]:
+    """30 s segments of the real trailer (320 px wide): videos long and varied enough for sound puzzles
+    without overlap (a 5 s slow pan such as bigbuckbunny has no frame that is not a near-duplicate of
+    a keyframe, so it gives none)."""
+    d = tmp_path_factory.mktemp("trailer clips")
+    src = sample_videos["trailer_bbb"]
+    return {"trailer_a": cut_segment(src, d / "trailer_a.mp4", 20.0, 30.0),
+            "trailer_b": cut_segment(src, d / "trailer_b.mp4", 2.0, 30.0, crop="640:720:0:0")}

@@ -80,15 +80,15 @@ def _store_rollouts(Session) -> None:
 
 
 @pytest.fixture(scope="session")
-def web_data(sample_videos, tmp_path_factory):
-    """(data_dir, db_url): 6 puzzles from bigbuckbunny + bikes, three users, stored rollouts."""
+def web_data(sample_videos, trailer_clips, tmp_path_factory):
+    """(data_dir, db_url): puzzles from a trailer segment + bikes, three users, stored rollouts."""
     from db.engine import open_db
     from db.users import add_user
     base = tmp_path_factory.mktemp("web")
     videos, data = base / "videos", base / "data"
     videos.mkdir()
-    for name in ("bigbuckbunny", "bikes"):
-        shutil.copy(sample_videos[name], videos / f"{name}.mp4")
+    shutil.copy(trailer_clips["trailer_a"], videos / "trailer_a.mp4")
+    shutil.copy(sample_videos["bikes"], videos / "bikes.mp4")
     db_url = f"sqlite:///{data / 'mvp.sqlite'}"
     res = subprocess.run([sys.executable, "-m", "app.cli", "synth", str(videos), "--data", str(data), "--db", db_url,
                           "--per-video", "3", "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=300)

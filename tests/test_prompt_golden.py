@@ -36,7 +36,8 @@ GOLDEN_DEFAULT = (
 GOLDEN_VIDEO_HEAD = (
     "<|im_start|>user\n"
     "This video shows 5 frames of a clip in temporal order. 3 consecutive frames are missing ([MASKED]) "
-    "between frame 2 and frame 3 of the video.\n<|vision_start|><|video_pad|><|vision_end|>\nCandidate frames:\n")
+    "between frame 2 and frame 3 of the video (between {left:.1f} s and {right:.1f} s).\n"
+    "<|vision_start|><|video_pad|><|vision_end|>\nCandidate frames:\n")
 # 320x180 frames under the tiny processor's 112x112-pixel bound become 140x84 px: 10 x 6 patches of
 # 14 px, merged 2x2 -> 15 tokens per image.
 PER_IMAGE = 15
@@ -82,15 +83,57 @@ def test_video_mode(tiny_policy, puzzle):
     _, proc = tiny_policy
     data, rec = puzzle
     text = render_text(proc, rec, PromptConfig(video_mode=True))
-    assert GOLDEN_VIDEO_HEAD in text and text.count(IMG) == 7 and MASK_SLOT in text
+    t0 = rec["frames"][0]["t"]
+    head = GOLDEN_VIDEO_HEAD.format(left=rec["frames"][1]["t"] - t0, right=rec["frames"][5]["t"] - t0)
+    assert head in text and text.count(IMG) == 7 and MASK_SLOT in text
     inp = build_inputs(proc, rec, dir_loader(data), PromptConfig(video_mode=True))
-    # 5 context frames -> 3 temporal patches (pairs, last one padded) of 15 tokens each
+    # 2 frames before the gap + 3 after (padded to 4) -> 3 temporal patches of 15 tokens each
     assert count_visual_tokens(inp, proc) == {"image": 7 * PER_IMAGE, "video": 3 * PER_IMAGE}
     assert inp["video_grid_thw"].tolist() == [[3, 6, 10]]
-    # time per temporal patch = 2 frames at the context's real rate (frames over the span they cover)
+    # time per temporal patch from the real times: 6 video frames over the span they cover
     ctx = rec["frames"][:2] + rec["frames"][5:]
-    rate = (len(ctx) - 1) / (ctx[-1]["t"] - ctx[0]["t"])
-    assert inp["second_per_grid_ts"].tolist() == [pytest.approx(2 / rate, rel=1e-5)]
+    native = rec["video"]["fps"]
+    total = round((ctx[-1]["t"] - ctx[0]["t"]) * native) + 1
+    assert inp["second_per_grid_ts"].tolist() == [pytest.approx(2 / (6 / total * native), rel=1e-5)]
+
+
+@pytest.mark.parametrize("start", [1, 2, 3, 4])
+def test_video_mode_gap_starts_on_a_temporal_patch(tiny_policy, puzzle, start):
+    """Each frame is shown as a flat grey of its own level; reading the levels back out of the
+    processor's temporal patches proves that no patch holds frames from both sides of the gap."""
+    import numpy as np
+    _, proc = tiny_policy
+    _, rec = copy.deepcopy(puzzle)
+    rec["mask"] = {"start": start, "length": 3}
+    level = {f["uri"]: 20 + 25 * i for i, f in enumerate(rec["frames"])}
+    side = {f["uri"]: ("before" if i < start else "after") for i, f in enumerate(rec["frames"])}
+    loader = lambda uri: np.full((84, 140, 3), level.get(uri, 250), np.uint8)  # noqa: E731
+    inp = build_inputs(proc, rec, loader, PromptConfig(video_mode=True))
+    t, gh, gw = inp["video_grid_thw"][0].tolist()
+    tp = proc.video_processor.temporal_patch_size
+    pv = inp["pixel_values_videos"].reshape(t, gh * gw, 3, tp, -1).mean(dim=(1, 2, 4))   # (t, tp)
+    ip = proc.video_processor
+    grey = (pv * float(np.mean(ip.image_std)) + float(np.mean(ip.image_mean))) * 255.0
+    by_level = {v: side[u] for u, v in level.items()}
+    shown = [lv for u, lv in level.items() if side[u] == "before" or
+             rec["frames"].index(next(f for f in rec["frames"] if f["uri"] == u)) >= start + 3]
+    for patch in grey.tolist():
+        levels = [min(shown, key=lambda lv: abs(lv - g)) for g in patch]
+        assert len({by_level[lv] for lv in levels}) == 1, (start, patch)
+    assert t == -(-len(rec["frames"][:start]) // tp) + -(-len(rec["frames"][start + 3:]) // tp)
+
+
+def test_example_answer_uses_labels_of_the_pool(puzzle):
+    _, rec = puzzle
+    small = copy.deepcopy(rec)
+    small["mask"] = {"start": 2, "length": 2}
+    keep = [o for o in small["options"] if o["kind"] == "target"][:2] + \
+        [o for o in small["options"] if o["kind"] != "target"][:1]
+    small["options"] = [{**o, "label": "ABC"[i]} for i, o in enumerate(keep)]
+    small["answer"] = ["A", "B"]
+    text = render_messages(small)[0]["content"][-1]["text"]
+    example = text.rsplit("<answer>", 1)[1].split("</answer>")[0].split(", ")
+    assert len(example) == 2 and set(example) <= {"A", "B", "C"}
 
 
 def test_tail_mask_and_messages(puzzle):

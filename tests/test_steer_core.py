@@ -14,7 +14,7 @@ from mvp_core.steer.layers import decoder_layers
 from mvp_core.steer.steer import Steering
 from mvp_core.steer.train import train_bank
 
-FAST = dict(hidden=[64, 32], lr=1e-3, epochs=40, batch_size=32, seed=0)
+FAST = {"hidden": [64, 32], "lr": 1e-3, "epochs": 40, "batch_size": 32, "seed": 0}
 SUBJECTS = ["rabbit", "forest", "bike", "frame", "video", "gap", "option", "answer", "context", "clip"]
 
 
@@ -22,6 +22,7 @@ SUBJECTS = ["rabbit", "forest", "bike", "frame", "video", "gap", "option", "answ
 def tiny_lm(torch_one_thread):
     """A random-weight Qwen2 causal LM (4 layers, hidden 64) with the project's tiny BPE tokenizer."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
+
     from mvp_core.model.tiny import build_tokenizer
     tok = build_tokenizer()
     cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=4,
@@ -127,10 +128,11 @@ def test_steering_off_or_gated_shut_is_the_plain_model(tiny_lm, lm_bank):
     bank = EnergyBank(models=lm_bank.models, model_name="x", hidden_size=64, num_layers=4,
                       energy_config=lm_bank.energy_config,
                       metrics={k: v.model_copy(update={"threshold": 1e9}) for k, v in shut.items()})
-    with Steering(model, bank, SteerConfig(top_k=2, gate=True), record=True) as st:
-        gated = model.generate(**batch, max_new_tokens=8, do_sample=False)
-    assert torch.equal(plain, gated)
-    assert all(s == 0 for r in st.records for s in r["steps"])
+    for gate in ("entry", "while"):
+        with Steering(model, bank, SteerConfig(top_k=2, gate=gate), record=True) as st:
+            gated = model.generate(**batch, max_new_tokens=8, do_sample=False)
+        assert torch.equal(plain, gated)
+        assert st.records and all(s == 0 for r in st.records for s in r["steps"])
 
 
 def test_batched_left_padded_steering_equals_one_by_one(tiny_lm, lm_bank):
@@ -147,11 +149,10 @@ def test_batched_left_padded_steering_equals_one_by_one(tiny_lm, lm_bank):
 
 
 def test_hooks_removed_after_an_exception(tiny_lm, lm_bank):
-    model, tok = tiny_lm
-    with pytest.raises(RuntimeError, match="boom"):
-        with Steering(model, lm_bank, SteerConfig(top_k=3)):
-            assert _hook_count(model) == 3
-            raise RuntimeError("boom")
+    model, _ = tiny_lm
+    with pytest.raises(RuntimeError, match="boom"), Steering(model, lm_bank, SteerConfig(top_k=3)):
+        assert _hook_count(model) == 3
+        raise RuntimeError("boom")
     assert _hook_count(model) == 0
 
 
@@ -167,9 +168,8 @@ def test_bank_save_load_round_trip_and_model_check(tiny_lm, lm_bank, tmp_path):
         assert back.metrics[li] == lm_bank.metrics[li]
     other = EnergyBank(models=back.models, metrics=back.metrics, model_name="x", hidden_size=32,
                        num_layers=4, energy_config=back.energy_config)
-    with pytest.raises(UserError, match="hidden size 32"):
-        with Steering(model, other):
-            pass
+    with pytest.raises(UserError, match="hidden size 32"), Steering(model, other):
+        pass
     assert _hook_count(model) == 0
     (tmp_path / "junk.pt").write_bytes(b"not a bank")
     with pytest.raises(UserError, match="not an energy bank"):
@@ -179,6 +179,7 @@ def test_bank_save_load_round_trip_and_model_check(tiny_lm, lm_bank, tmp_path):
 def test_videollm_language_model_states_with_images(tiny_policy, model_data, torch_one_thread):
     """Qwen2.5-VL's language model: puzzles with images, one pass, left-padded batch of 2."""
     from fixtures_model import dir_loader
+
     from mvp_core.steer.collect import puzzle_batches
     model, proc = tiny_policy
     data, recs = model_data

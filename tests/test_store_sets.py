@@ -6,11 +6,13 @@ import hashlib
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.cli import main
 from db import review
 from db.importer import import_set
-from db.sets import freeze_set, list_sets, load_set, verify_set
+from db.sets import assign_splits, freeze_set, list_sets, load_set, parse_split, verify_set
 from db.users import add_user
 from mvp_core.errors import UserError
 from mvp_core.puzzle import Puzzle
@@ -112,8 +114,12 @@ def test_hf_and_video_r1_exports(store_db, tmp_path):
     assert main(["export", *common, "--format", "hf", "--out", str(tmp_path / "hf")]) == 0
     import datasets
     # a private cache: datasets' shared cache can hand back an older folder's rows
-    ds = datasets.load_dataset(str(tmp_path / "hf"), split="train", cache_dir=str(tmp_path / "hf_cache"))
-    assert len(ds) == len(items)
+    dd = datasets.load_dataset(str(tmp_path / "hf"), cache_dir=str(tmp_path / "hf_cache"))
+    assert sorted(dd) == sorted({r["split"] for r in items}) and sum(len(d) for d in dd.values()) == len(items)
+    videos = {k: set(d["video_id"]) for k, d in dd.items()}       # no video in two splits of the export
+    assert all(videos[a].isdisjoint(videos[b]) for a in videos for b in videos if a < b)
+    assert all(set(d["split"]) == {k} for k, d in dd.items())
+    ds = dd["train"]
     row = ds[0]
     rec = next(r for r in items if r["id"] == row["id"])
     assert row["answer"] == rec["answer"] and len(row["options"]) == len(rec["options"])
@@ -123,8 +129,10 @@ def test_hf_and_video_r1_exports(store_db, tmp_path):
     assert main(["export", *common, "--format", "video-r1", "--out", str(tmp_path / "vr1")]) == 0
     data = json.loads((tmp_path / "vr1" / "fmt.json").read_text())
     assert len(data) == len(items)
+    split_of = {r["id"]: r["split"] for r in items}
     for d in data:
         assert {"problem_id", "problem", "data_type", "problem_type", "options", "solution", "path"} <= set(d)
+        assert d["split"] == split_of[d["problem_id"]]
         assert (tmp_path / "vr1" / d["path"]).is_file()
         assert all((tmp_path / "vr1" / u).is_file() for u in d["frames"])
     r0 = next(r for r in items if r["id"] == data[0]["problem_id"])
@@ -132,3 +140,57 @@ def test_hf_and_video_r1_exports(store_db, tmp_path):
     assert main(["export", "--set", "nope", "--format", "jsonl", "--out", str(tmp_path / "y"),
                  "--db", store_db.url]) == 2     # unknown set: one-line error
     assert not (tmp_path / "y").exists()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text("abcdef", min_size=1, max_size=3), min_size=1, max_size=40),
+       st.sampled_from([(0.8, 0.1, 0.1), (0.5, 0.5, 0.0), (1.0, 0.0, 0.0), (0.34, 0.33, 0.33)]),
+       st.integers(0, 5))
+def test_split_assignment_by_video(video_ids, fracs, seed):
+    fr = dict(zip(("train", "val", "test"), fracs))
+    got = assign_splits(video_ids, fr, seed)
+    assert set(got) == set(video_ids) and assign_splits(list(reversed(video_ids)), fr, seed) == got
+    n = len(set(video_ids))
+    counts = {k: sum(v == k for v in got.values()) for k in fr}
+    for k, f in fr.items():
+        assert abs(counts[k] - f * n) <= 1.0 + (1 if n >= 3 else 0)   # largest remainder, +1 for a forced split
+        if f == 0:
+            assert counts[k] == 0
+    if n >= 3:
+        assert all(counts[k] >= 1 for k, f in fr.items() if f > 0)
+
+
+def test_frozen_set_and_exports_keep_every_video_in_one_split(store_db, tmp_path, capsys):
+    """The frozen records, the jsonl export and `mvp eval --split`'s filter: no video crosses splits."""
+    from argparse import Namespace
+
+    from app.cli.model import load_puzzles
+    _curate(store_db)
+    common = ["--db", store_db.url, "--data", str(store_db.data_dir)]
+    assert main(["sets", "freeze", "sp", "--split", "train=0.5,val=0.25,test=0.25", "--split-seed", "3", *common]) == 0
+    capsys.readouterr()
+    with store_db.Session() as s:
+        items = load_set(s, "sp")
+        params = next(x for x in list_sets(s) if x["name"] == "sp")["params"]
+    splits_of: dict[str, set] = {}
+    for r in items:
+        splits_of.setdefault(r["video"]["id"], set()).add(r["split"])
+    assert len(splits_of) >= 3 and all(len(v) == 1 for v in splits_of.values())
+    assert {r["split"] for r in items} == {"train", "val", "test"}
+    assert params["split"] == {"train": 0.5, "val": 0.25, "test": 0.25} and params["split_seed"] == 3
+    assert sum(params["split_videos"].values()) == len(splits_of)
+    out = tmp_path / "sp"
+    assert main(["export", "--set", "sp", "--format", "jsonl", "--out", str(out), *common]) == 0
+    manifest = json.loads((out / "set.json").read_text())
+    assert sum(v["puzzles"] for v in manifest["splits"].values()) == len(items)
+    exported = [json.loads(line) for line in (out / "puzzles.jsonl").read_text().splitlines()]
+    assert [r["split"] for r in exported] == [r["split"] for r in items]
+    ns = Namespace(puzzles=str(out / "puzzles.jsonl"), data=None, limit=None, split="test", set=None)
+    test_recs, _ = load_puzzles(ns)
+    assert test_recs and {r["split"] for r in test_recs} == {"test"}
+    assert {r["video"]["id"] for r in test_recs}.isdisjoint({r["video"]["id"] for r in exported if r["split"] != "test"})
+    # a bad split: one line, nothing frozen
+    assert main(["sets", "freeze", "bad", "--split", "train=0.9,test=0.2", *common]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    with pytest.raises(UserError, match="NAME=FRACTION"):
+        parse_split("train:0.8")

@@ -21,6 +21,8 @@ from db.models import Option, Puzzle, SynthFile
 from mvp_core.synth.embed import PixelEmbedder
 from mvp_core.video.frames import FrameStore
 
+from fixtures_synth import cut_segment
+
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,6 +32,7 @@ def corpus(sample_videos, tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("corpus")
     for name in ("bikes", "bigbuckbunny", "carphone_pristine"):
         shutil.copy(sample_videos[name], d / f"{name}.mp4")
+    cut_segment(sample_videos["trailer_bbb"], d / "trailer_20s.mp4", 4.0, 20.0)
     return d
 
 
@@ -48,7 +51,8 @@ def load_records(data: Path) -> list[dict]:
 def test_records_follow_the_contract(first_run):
     data, _ = first_run
     recs = load_records(data)
-    assert len(recs) >= 6  # bikes and bigbuckbunny give 3 each; carphone is too static for 8 keyframes
+    # bikes and the trailer segment give puzzles; bigbuckbunny (5 s, slow) and carphone (static) are skipped
+    assert len(recs) >= 3 and len({r["video"]["id"] for r in recs}) == 2
     store = FrameStore(data)
     for r in recs:
         assert set(r) >= {"id", "video", "frames", "mask", "options", "answer", "params"}
@@ -68,27 +72,33 @@ def test_records_follow_the_contract(first_run):
 
 
 def test_ambiguity_guard_holds_on_stored_frames(first_run):
-    """No distractor is a near-duplicate (similarity >= kappa) of any target, recomputed from the store."""
+    """No two targets, and no distractor and a target or a shown frame, are near-duplicates
+    (similarity >= kappa), recomputed here from the stored JPEGs."""
     data, _ = first_run
     store, emb = FrameStore(data), PixelEmbedder()
     for r in load_records(data):
-        targets = [o for o in r["options"] if o["kind"] == "target"]
-        distractors = [o for o in r["options"] if o["kind"] != "target"]
-        T = emb.embed([store.load(o["uri"]) for o in targets])
-        D = emb.embed([store.load(o["uri"]) for o in distractors])
-        # JPEG round trip moves similarities by ~1e-3; the guard was applied before encoding
-        assert (D @ T.T).max() < r["params"]["kappa"] + 0.01
+        kappa = r["params"]["kappa"]
+        T = emb.embed([store.load(o["uri"]) for o in r["options"] if o["kind"] == "target"])
+        D = emb.embed([store.load(o["uri"]) for o in r["options"] if o["kind"] != "target"])
+        s, m = r["mask"]["start"], r["mask"]["length"]
+        S = emb.embed([store.load(f["uri"]) for f in r["frames"][:s] + r["frames"][s + m:]])
+        tt = T @ T.T
+        assert (tt[np.triu_indices(len(T), 1)] < kappa).all()
+        assert (D @ T.T).max() < kappa and (D @ S.T).max() < kappa and (T @ S.T).max() < kappa
 
 
 def test_short_video_sampled_faster_and_static_one_skipped(first_run):
     data, _ = first_run
     recs = load_records(data)
-    bbb = [r for r in recs if r["video"]["path"].endswith("bigbuckbunny.mp4")]
-    assert bbb and all(r["sample_fps"] > 1.0 for r in bbb)  # 5 s video: too short at 1 fps
+    bikes = [r for r in recs if r["video"]["path"].endswith("bikes.mp4")]
+    assert bikes and all(r["sample_fps"] > 1.0 for r in bikes)  # 10 s video: too short at 1 fps
     Session_ = open_db(None, data)
     with Session_() as s:
         row = s.scalars(select(SynthFile).where(SynthFile.path.like("%carphone_pristine.mp4"))).one()
+        bbb = s.scalars(select(SynthFile).where(SynthFile.path.like("%bigbuckbunny.mp4"))).one()
     assert row.status == "skipped" and "distinct keyframes" in row.reason and "fps" in row.reason
+    # every frame of a 5 s slow pan is a near-duplicate of some keyframe: no sound distractor exists
+    assert bbb.status == "skipped" and "ambiguity guard" in bbb.reason
 
 
 def test_deterministic_byte_identical(first_run, corpus, tmp_path):
@@ -128,7 +138,7 @@ def test_kill_minus_9_then_resume(first_run, corpus, tmp_path):
     proc.wait()
     with Session_() as s:
         partial = s.scalar(select(func.count()).select_from(SynthFile))
-    assert 1 <= partial < 3, "the kill must land mid-run"  # the corpus holds 3 videos
+    assert 1 <= partial < 4, "the kill must land mid-run"  # the corpus holds 4 videos
     assert main(["synth", str(src), "--data", str(killed), "--quiet"]) == 0
     assert (killed / "puzzles.jsonl").read_bytes() == (clean / "puzzles.jsonl").read_bytes()
     with Session_() as s:

@@ -30,7 +30,7 @@ USERS = {"ada": ("admin", "ada-pass-12"), "rhea": ("researcher", "rhea-pass-1"),
 
 
 @pytest.fixture(scope="module")
-def fresh(sample_videos, tmp_path_factory):
+def fresh(sample_videos, trailer_clips, tmp_path_factory):
     """`mvp serve` over an empty data directory (users only), and the folders a user would point at."""
     from db.engine import open_db
     from db.review import set_overlap
@@ -40,7 +40,7 @@ def fresh(sample_videos, tmp_path_factory):
     videos.mkdir()
     outside.mkdir()
     data.mkdir()
-    shutil.copy(sample_videos["bigbuckbunny"], videos / "bigbuckbunny.mp4")
+    shutil.copy(trailer_clips["trailer_a"], videos / "trailer_a.mp4")
     shutil.copy(sample_videos["bikes"], videos / "bikes.mp4")
     (videos / "broken.mp4").write_bytes(b"not a video at all" * 100)
     shutil.copy(sample_videos["carphone_pristine"], outside / "carphone.mp4")

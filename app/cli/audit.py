@@ -1,4 +1,5 @@
-"""`mvp audit [--db URL | --puzzles FILE]`: the shortcut audit as JSON and a readable table."""
+"""`mvp audit [--db URL | --puzzles FILE]`: the shortcut audit (solvers with 95% intervals, flags, the
+guard re-checked from the stored frames) as JSON and a readable table."""
 from __future__ import annotations
 
 import json
@@ -12,13 +13,15 @@ def register(sub) -> None:
     src.add_argument("--puzzles", help="a puzzles.jsonl file (frames resolved against its folder or --data)")
     p.add_argument("--data", help="data directory holding the frame store")
     p.add_argument("--json", dest="json_out", help="also write the JSON report here")
+    p.add_argument("--flag-factor", type=float, default=None,
+                   help="flag a solver whose exact match is above this many times chance (default 10)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from mvp_core.errors import UserError
     from mvp_core.puzzle import Puzzle
-    from mvp_core.synth.audit import audit, format_table
+    from mvp_core.synth.audit import FLAG_FACTOR, audit, format_table
     from mvp_core.video.frames import FrameStore
 
     if args.puzzles:
@@ -47,7 +50,8 @@ def run(args) -> int:
     if not puzzles:
         raise UserError("no puzzles to audit")
     store = FrameStore(data)
-    report = audit(puzzles, store.load)
+    report = audit(puzzles, store.load, frame_size=lambda uri: store.path(uri).stat().st_size,
+                   flag_factor=args.flag_factor if args.flag_factor is not None else FLAG_FACTOR)
     print(format_table(report))
     text = json.dumps(report, indent=2)
     if args.json_out:

@@ -19,6 +19,9 @@ def register(sub) -> None:
     q.add_argument("name")
     q.add_argument("--min-distractors", type=int, default=2,
                    help="exclude puzzles left with fewer distractors after removing rejected ones (default 2)")
+    q.add_argument("--split", default="train=0.8,val=0.1,test=0.1",
+                   help="fractions of the VIDEOS per split (no video in two splits); default train=0.8,val=0.1,test=0.1")
+    q.add_argument("--split-seed", type=int, default=0, help="seed of the video shuffle behind the split")
     add_db_args(q)
     q.set_defaults(func=_freeze)
     q = ssub.add_parser("list", help="list curated sets")
@@ -39,9 +42,10 @@ def _export(args) -> int:
 
 def _freeze(args) -> int:
     from db.engine import open_db
-    from db.sets import freeze_set
+    from db.sets import freeze_set, parse_split
+    split = parse_split(args.split)
     with open_db(args.db, args.data)() as s:
-        out = freeze_set(s, args.name, min_distractors=args.min_distractors)
+        out = freeze_set(s, args.name, min_distractors=args.min_distractors, split=split, split_seed=args.split_seed)
     print(json.dumps(out, default=str))
     return 0
 

@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "app.cli.train",
     "app.cli.videos",
     "app.cli.sft",
+    "app.cli.steer",
 ]
 
 

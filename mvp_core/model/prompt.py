@@ -4,8 +4,12 @@ Default layout (one user message): the N frames in temporal order as images, eac
 replaced by a `[MASKED]` text slot, then the options as labelled images ("Option A:" image ...),
 then the instruction with the required answer format `<think>...</think><answer>C, A, F</answer>`.
 Video mode shows the context frames as one video (frames we decoded, plus `video_metadata`) and
-states in text where the gap is. Images are numpy arrays from `load_frame(uri)`; nothing here
-decodes video."""
+states in text where the gap is. Qwen-VL fuses every `temporal_patch` (2) consecutive video frames
+into one temporal patch, so the frames before the gap are padded (the last one repeated) to a
+multiple of it: the gap always starts on a patch boundary and no patch mixes frames from both sides.
+The metadata carries the frames' real times (relative to the first shown frame): Qwen3-VL turns them
+into per-patch timestamps, Qwen2/2.5-VL into the time per patch. Images are numpy arrays from
+`load_frame(uri)`; nothing here decodes video."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -14,9 +18,10 @@ from mvp_core.errors import UserError
 from mvp_core.puzzle import Puzzle
 
 MASK_SLOT = "[MASKED]"
-# A fixed example for the answer format. Fixed (not derived from the puzzle) so it never leaks the
-# answer; cut to m labels so the example has the right length.
-_EXAMPLE = ["C", "A", "F", "B", "E", "D", "H", "G"]
+# A fixed example for the answer format: pool positions in a fixed scrambled order (not derived from
+# the answer, so it never leaks it), keeping only positions inside the pool and cut to m, so the
+# example names real labels of this puzzle ("C, A, F" for a pool of 7).
+_EXAMPLE_POSITIONS = [2, 0, 5, 1, 4, 3, 7, 6]
 
 
 @dataclass
@@ -26,6 +31,8 @@ class PromptConfig:
     min_pixels / max_pixels: resize bounds per image (and per video frame), in pixels; None keeps the
       processor's own defaults. Visual tokens per image ~= pixels / (28*28).
     video_mode: show the context frames as one video instead of separate images.
+    temporal_patch: frames per temporal patch of the model's video encoder (Qwen-VL: 2); video mode
+      pads the frames before the gap to a multiple of it.
     number_frames: prefix each context frame with "Frame k:" (helps the model refer to positions).
     instruction: the task text; `{m}` is replaced by the number of masked frames and `{example}` by a
       well-formed example answer.
@@ -34,6 +41,7 @@ class PromptConfig:
     min_pixels: int | None = None
     max_pixels: int | None = None
     video_mode: bool = False
+    temporal_patch: int = 2
     number_frames: bool = True
     instruction: str = (
         "Choose the {m} options that fill the masked frames, in temporal order. "
@@ -47,8 +55,22 @@ def _as_puzzle(p) -> Puzzle:
     return p if isinstance(p, Puzzle) else Puzzle.from_dict(p)
 
 
-def example_answer(m: int) -> str:
-    return ", ".join(_EXAMPLE[: max(1, min(m, len(_EXAMPLE)))])
+def example_answer(m: int, labels: list[str] | None = None) -> str:
+    """m labels of the pool `labels` (default A..H) in a fixed order that does not depend on the answer."""
+    labels = labels or list("ABCDEFGH")
+    order = [i for i in _EXAMPLE_POSITIONS if i < len(labels)]
+    order += [i for i in range(len(labels)) if i not in order]
+    return ", ".join(labels[i] for i in order[: max(1, min(m, len(labels)))])
+
+
+def video_layout(pz: Puzzle, temporal_patch: int = 2) -> tuple[list, int]:
+    """(the context frames as video frames, how many come before the gap): the frames before the
+    gap padded by repeating the last of them to a multiple of `temporal_patch`, and the frames after
+    it padded at the end the same way (the processor would repeat the last frame anyway)."""
+    before, after = list(pz.context_before), list(pz.context_after)
+    pad = lambda fs: fs + [fs[-1]] * (-len(fs) % temporal_patch) if fs else fs  # noqa: E731
+    before = pad(before)
+    return before + pad(after), len(before)
 
 
 def render_messages(puzzle, cfg: PromptConfig | None = None) -> list[dict]:
@@ -69,16 +91,19 @@ def render_messages(puzzle, cfg: PromptConfig | None = None) -> list[dict]:
             parts.append({"type": "text", "text": s})
 
     if cfg.video_mode:
-        context = pz.context_before + pz.context_after
-        text(f"This video shows {len(context)} frames of a clip in temporal order. "
+        frames, n_before = video_layout(pz, cfg.temporal_patch)
+        t0 = frames[0].t
+        n_shown = len(pz.context_before) + len(pz.context_after)
+        text(f"This video shows {n_shown} frames of a clip in temporal order. "
              f"{m} consecutive frames are missing ({MASK_SLOT}) ")
         if start == 0:
             text("before the first frame of the video.\n")
         elif start + m == n:
-            text("after the last frame of the video.\n")
+            text(f"after the last frame of the video (at {frames[-1].t - t0:.1f} s).\n")
         else:
-            text(f"between frame {start} and frame {start + 1} of the video.\n")
-        parts.append({"type": "video", "video": [f.uri for f in context]})
+            text(f"between frame {start} and frame {start + 1} of the video (between "
+                 f"{pz.frames[start - 1].t - t0:.1f} s and {pz.frames[start + m].t - t0:.1f} s).\n")
+        parts.append({"type": "video", "video": [f.uri for f in frames]})
         text("\n")
     else:
         text(f"These are {n} frames of a video in temporal order. "
@@ -96,7 +121,7 @@ def render_messages(puzzle, cfg: PromptConfig | None = None) -> list[dict]:
         text(f"Option {o.label}: ")
         parts.append({"type": "image", "image": o.uri})
         text("\n")
-    text(cfg.instruction.format(m=m, example=example_answer(m)))
+    text(cfg.instruction.format(m=m, example=example_answer(m, [o.label for o in pz.options])))
     messages = []
     if cfg.system:
         messages.append({"role": "system", "content": [{"type": "text", "text": cfg.system}]})
@@ -121,7 +146,7 @@ def _vision_inputs(puzzle, cfg: PromptConfig, load_frame):
             elif part["type"] == "video":
                 frames = [_writable(load_frame(u)) for u in part["video"]]
                 videos.append(frames)
-                metas.append(_video_metadata(pz, frames))
+                metas.append(_video_metadata(pz, frames, cfg.temporal_patch))
     return images, videos, metas
 
 
@@ -132,23 +157,17 @@ def _writable(img):
     return img.copy() if flags is not None and not flags.writeable else img
 
 
-def video_rate(pz: Puzzle) -> float:
-    """Frames per second of the context video: its frames over the time they span (the gap
-    included), so the video's temporal positions cover the real duration."""
-    ctx = pz.context_before + pz.context_after
-    span = ctx[-1].t - ctx[0].t if len(ctx) > 1 else 0.0
-    if span > 0:
-        return (len(ctx) - 1) / span
-    return pz.sample_fps or float(pz.params.get("fps", 1.0)) or 1.0
-
-
-def _video_metadata(pz: Puzzle, frames) -> dict:
-    # Without metadata the processor assumes 24 fps. It derives the time per temporal patch
-    # (second_per_grid_ts) from len(frames_indices) / total_num_frames * fps, so describing the
-    # frames as a complete video at `video_rate` gives exactly that rate.
+def _video_metadata(pz: Puzzle, frames, temporal_patch: int = 2) -> dict:
+    """The real frame times as indices into the source video at its native rate, counted from the
+    first shown frame. Qwen3-VL timestamps each temporal patch from these; Qwen2/2.5-VL take the time
+    per patch from len(frames_indices) / total_num_frames * fps, i.e. the frames over the span they
+    cover (the gap included). Without metadata the processor assumes 24 fps."""
+    layout, _ = video_layout(pz, temporal_patch)
+    native = pz.video.fps or pz.sample_fps or 1.0
+    t0 = layout[0].t
+    idx = [int(round((f.t - t0) * native)) for f in layout]
     h, w = frames[0].shape[:2]
-    n = len(frames)
-    return {"total_num_frames": n, "fps": video_rate(pz), "frames_indices": list(range(n)),
+    return {"total_num_frames": max(idx[-1] + 1, len(idx)), "fps": native, "frames_indices": idx,
             "width": w, "height": h}
 
 

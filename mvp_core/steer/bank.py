@@ -68,7 +68,7 @@ class EnergyBank:
         return path
 
     @classmethod
-    def load(cls, path) -> "EnergyBank":
+    def load(cls, path) -> EnergyBank:
         path = Path(path)
         if not path.is_file():
             raise UserError(f"energy bank {path} does not exist")

@@ -7,7 +7,7 @@ is needed), so collection costs less than one full forward per batch; the publis
 full forward per layer (bench/steer_collect.py compares them)."""
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from mvp_core.errors import UserError
 from mvp_core.steer.config import CollectConfig

@@ -5,6 +5,8 @@ InfoNCE tau 0.1, Adam 5e-5, batch 64, 120 epochs); the rest are this project's a
 calibrated threshold, gate, balanced sampling)."""
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -40,7 +42,11 @@ class SteerConfig(BaseModel):
     layers: list[int] | None = Field(None, description="explicit layer indices (overrides top_k)")
     eta: float = Field(0.5, gt=0.0, le=100.0, description="step size of h <- h - eta * g / (||g|| + 1e-8)")
     steps: int = Field(5, ge=1, le=1000, description="K: gradient steps per layer per forward call")
-    gate: bool = Field(False, description="steer a row only while its energy is above the calibrated threshold")
+    gate: Literal["off", "entry", "while"] = Field(
+        "off", description="off: steer every row (published); entry: steer a row (K steps on every chosen "
+                           "layer) only if its state entering the first chosen layer is above that layer's "
+                           "calibrated threshold; while: step a row "
+                           "only while its energy stays above the threshold")
 
 
 class SplitMetrics(BaseModel):

@@ -4,38 +4,45 @@ On each chosen layer (in layer order, so a later layer sees the already steered 
 position -1 of every forward call (the last prompt token at prefill, each new token while decoding
 with the KV cache), K steps of h <- h - eta * g / (||g|| + 1e-8), g = dE/dh, with the energy model
 in eval mode (no dropout noise; the published code steers in train mode). The norm is per row, so a
-left-padded batch steers each row as if it were alone. With `gate`, a row is stepped only while
-its energy is above the layer's calibrated threshold. Hooks are removed on exit and on error."""
+left-padded batch steers each row as if it were alone. With a gate, only rows whose energy is above
+the layer's calibrated threshold move (SteerConfig.gate). Hooks are removed on exit and on error."""
 from __future__ import annotations
 
 import torch
 
+from mvp_core.errors import UserError
 from mvp_core.steer.bank import EnergyBank
 from mvp_core.steer.config import SteerConfig
 from mvp_core.steer.layers import decoder_layers, hidden_from_call, replace_hidden
 
 
-def descend(energy, x: torch.Tensor, eta: float, steps: int, threshold: float | None = None):
+def descend(energy, x: torch.Tensor, eta: float, steps: int, threshold: float | None = None,
+            gate: str = "off", rows: torch.Tensor | None = None, energy_after: bool = True):
     """(x after K normalised gradient steps, energy before [B], energy after [B], steps taken [B]).
-    `threshold`: step only rows whose current energy is above it."""
+    `rows`: a [B] bool mask of the rows allowed to move (None: all);
+    gate "while": a row steps only while its current energy is above `threshold`."""
     x = x.detach()
     taken = torch.zeros(x.shape[0], dtype=torch.long, device=x.device)
     e0 = None
+    active = torch.ones_like(taken, dtype=torch.bool) if rows is None else rows
     for _ in range(steps):
         x = x.detach().requires_grad_(True)
         e = energy(x)
         if e0 is None:
             e0 = e.detach()
-        active = e.detach() > threshold if threshold is not None else torch.ones_like(taken, dtype=torch.bool)
+        if gate == "while":
+            active = e.detach() > threshold
         if not bool(active.any()):
             break
         (g,) = torch.autograd.grad(e.sum(), x)
         step = eta * g / (g.norm(dim=-1, keepdim=True) + 1e-8)
         x = torch.where(active[:, None], x - step, x).detach()
         taken += active.long()
-    with torch.no_grad():
-        e1 = energy(x)
-    return x.detach(), (e0 if e0 is not None else e1), e1, taken
+    e1 = None
+    if energy_after:   # one more forward, only when someone reads it (record=True)
+        with torch.no_grad():
+            e1 = energy(x)
+    return x.detach(), e0, e1, taken
 
 
 class Steering:
@@ -46,25 +53,39 @@ class Steering:
     steps; lists over the batch rows)."""
 
     def __init__(self, model, bank: EnergyBank, cfg: SteerConfig | None = None, enabled: bool = True,
-                 record: bool = False):
+                 record: bool = False, gate_bank: EnergyBank | None = None):
         self.model, self.bank = model, bank
+        # gate "entry" may judge rows by a second bank (e.g. one trained on all four classes) while
+        # this bank gives the direction (e.g. one trained on harmless prompts only)
+        self.gate_bank = gate_bank or bank
         self.cfg = cfg or bank.steer_config
         self.enabled, self.record = enabled, record
         self.layers = bank.chosen_layers(self.cfg)
         self.records: list[dict] = []
         self._handles: list = []
         self._calls: dict[int, int] = {}
+        self._rows = None   # gate "entry": rows to steer in the current forward call
 
     def _hook(self, layer: int):
         energy = self.bank.models[layer]
-        thr = self.bank.metrics[layer].threshold if self.cfg.gate else None
+        thr = self.bank.metrics[layer].threshold
 
         def hook(_mod, args, kwargs):
             h = hidden_from_call(args, kwargs)
+            rows = None
+            if self.cfg.gate == "entry":
+                if layer == self.layers[0]:   # judged once per forward call, on entering the stack
+                    gm = self.gate_bank.models[layer].to(h.device).eval()
+                    with torch.no_grad():
+                        self._rows = gm(h[:, -1, :].float()) > self.gate_bank.metrics[layer].threshold
+                rows = self._rows
+                if not self.record and not bool(rows.any()):
+                    return None   # no row to steer: the layer runs on the untouched state, at no cost
             # generate() runs under no_grad / inference_mode; the steps need a graph on a fresh tensor.
             with torch.inference_mode(False), torch.enable_grad():
                 x0 = h[:, -1, :].clone().float()
-                x, e0, e1, taken = descend(energy, x0, self.cfg.eta, self.cfg.steps, thr)
+                x, e0, e1, taken = descend(energy, x0, self.cfg.eta, self.cfg.steps, thr, self.cfg.gate, rows,
+                                           energy_after=self.record)
                 new = h.clone()
                 new[:, -1, :] = x.to(h.dtype)
             if self.record:
@@ -75,10 +96,13 @@ class Steering:
             return replace_hidden(args, kwargs, new)
         return hook
 
-    def __enter__(self) -> "Steering":
+    def __enter__(self) -> Steering:
         if not self.enabled:
             return self
         self.bank.check_model(self.model)
+        self.gate_bank.check_model(self.model)
+        if self.cfg.gate == "entry" and self.layers[0] not in self.gate_bank.models:
+            raise UserError(f"the gate bank has no energy for layer {self.layers[0]}")
         mods = decoder_layers(self.model)
         device = next(self.model.parameters()).device
         try:

@@ -25,14 +25,14 @@ def split_indices(bad: np.ndarray, val_frac: float, test_frac: float, seed: int,
     if groups is None:
         for cls in (False, True):
             idx = rng.permutation(np.flatnonzero(bad == cls))
-            n_test, n_val = int(round(len(idx) * test_frac)), int(round(len(idx) * val_frac))
+            n_test, n_val = round(len(idx) * test_frac), round(len(idx) * val_frac)
             parts[2] += idx[:n_test].tolist()
             parts[1] += idx[n_test:n_test + n_val].tolist()
             parts[0] += idx[n_test + n_val:].tolist()
     else:
         keys = sorted(set(groups), key=str)
         keys = [keys[i] for i in rng.permutation(len(keys))]
-        n_test, n_val = int(round(len(keys) * test_frac)), int(round(len(keys) * val_frac))
+        n_test, n_val = round(len(keys) * test_frac), round(len(keys) * val_frac)
         where = {k: 2 if i < n_test else 1 if i < n_test + n_val else 0 for i, k in enumerate(keys)}
         for i, g in enumerate(groups):
             parts[where[g]].append(i)
@@ -89,16 +89,30 @@ def train_layer(x: torch.Tensor, bad: np.ndarray, splits, cfg: EnergyConfig, lay
     return model, m
 
 
+def given_splits(names: list[str], bad: np.ndarray):
+    """(train, val, test) indices from per-row split names (a curated set's own split, by video)."""
+    names = list(names)
+    out = tuple(np.array([i for i, n in enumerate(names) if n == want], dtype=np.int64)
+                for want in ("train", "val", "test"))
+    for name, p in zip(("train", "val", "test"), out):
+        if len(p) == 0 or bad[p].all() or not bad[p].any():
+            raise UserError(f"the {name} split needs good and bad states ({int(bad[p].sum())} bad of {len(p)})")
+    return out
+
+
 def train_bank(states: torch.Tensor, bad, cfg: EnergyConfig | None = None, layers: list[int] | None = None,
-               groups: list | None = None, model_name: str = "", progress: bool = False) -> EnergyBank:
-    """Energy models for `layers` (default all) from states [n, n_layers, hidden] and labels (True = bad)."""
+               groups: list | None = None, model_name: str = "", progress: bool = False,
+               split_names: list[str] | None = None) -> EnergyBank:
+    """Energy models for `layers` (default all) from states [n, n_layers, hidden] and labels (True = bad).
+    `split_names`: per-row "train"/"val"/"test" to use instead of drawing the splits."""
     from tqdm import tqdm
     cfg = cfg or EnergyConfig()
     bad = np.asarray(bad, dtype=bool)
     if states.ndim != 3 or states.shape[0] != len(bad):
         raise UserError(f"states {tuple(states.shape)} do not match {len(bad)} labels")
     layers = list(range(states.shape[1])) if layers is None else layers
-    splits = split_indices(bad, cfg.val_frac, cfg.test_frac, cfg.seed, groups)
+    splits = given_splits(split_names, bad) if split_names is not None else \
+        split_indices(bad, cfg.val_frac, cfg.test_frac, cfg.seed, groups)
     models, metrics = {}, {}
     for li in tqdm(layers, desc="energy", unit="layer", disable=not progress):
         models[li], metrics[li] = train_layer(states[:, li, :].float(), bad, splits, cfg, li)

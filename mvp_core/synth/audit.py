@@ -1,85 +1,24 @@
-"""The shortcut audit: can cheap pixel heuristics solve the puzzles? If they can, a model may learn
-the heuristic instead of the video. Each solver maps (puzzle, load_frame) -> ordered labels.
-
-- random:    m options in a random order (the chance level, measured)
-- boundary:  continuity at the gap: options most similar to the frames just before and after it,
-             ordered along the path from the left frame to the right one
-- histogram: colour-histogram nearest neighbour: options whose colours best match some context frame,
-             ordered by the position of that frame"""
+"""The shortcut audit: can cheap pixel heuristics (mvp_core.synth.solvers) solve the puzzles? Per
+solver: mean reward and exact match with 95% bootstrap intervals, overall and per distractor kind,
+how often it picks each kind of distractor, and a flag when its exact match beats chance by more
+than `flag_factor` (the lower end of its interval above flag_factor x chance). Also the ambiguity
+guard re-checked from the stored frames (decoded and re-embedded, not the synthesis' bookkeeping)."""
 from __future__ import annotations
 
 import math
+import warnings
 from collections import defaultdict
-from typing import Callable
 
 import numpy as np
 
-from mvp_core.puzzle import Puzzle, stable_id
+from mvp_core.puzzle import Puzzle
 from mvp_core.reward import score_prediction
-from mvp_core.synth.embed import PixelEmbedder
+from mvp_core.synth.solvers import SOLVERS, FeatureCache, FrameSize, LoadFrame
 
-LoadFrame = Callable[[str], np.ndarray]
-_PIXEL = PixelEmbedder()
-
-
-class FeatureCache:
-    """Per-uri features, so a frame shared by several puzzles is read once."""
-
-    def __init__(self, load_frame: LoadFrame):
-        self.load_frame = load_frame
-        self.emb: dict[str, np.ndarray] = {}
-        self.hist: dict[str, np.ndarray] = {}
-
-    def embedding(self, uri: str) -> np.ndarray:
-        if uri not in self.emb:
-            self.emb[uri] = _PIXEL.embed([self.load_frame(uri)])[0]
-        return self.emb[uri]
-
-    def histogram(self, uri: str) -> np.ndarray:
-        if uri not in self.hist:
-            img = self.load_frame(uri)
-            q = (img // 32).reshape(-1, 3).astype(np.int64)  # 8 bins per channel
-            h = np.bincount(q[:, 0] * 64 + q[:, 1] * 8 + q[:, 2], minlength=512).astype(np.float64)
-            self.hist[uri] = h / max(h.sum(), 1.0)
-        return self.hist[uri]
-
-
-def solve_random(p: Puzzle, feats: FeatureCache) -> list[str]:
-    rng = np.random.default_rng(int(stable_id("random-solver", p.id)[:8], 16))
-    labels = [o.label for o in p.options]
-    return [labels[i] for i in rng.permutation(len(labels))[:p.mask.length]]
-
-
-def solve_boundary(p: Puzzle, feats: FeatureCache) -> list[str]:
-    left = feats.embedding(p.frames[p.mask.start - 1].uri)
-    after = p.context_after
-    right = feats.embedding(after[0].uri) if after else None
-    scored = []
-    for o in p.options:
-        e = feats.embedding(o.uri)
-        sl = float(e @ left)
-        sr = float(e @ right) if right is not None else sl
-        scored.append((sl + sr, sl - sr, o.label))
-    best = sorted(scored, key=lambda x: -x[0])[:p.mask.length]
-    return [lab for _, _, lab in sorted(best, key=lambda x: -x[1])]  # nearest the left frame first
-
-
-def solve_histogram(p: Puzzle, feats: FeatureCache) -> list[str]:
-    context = [(i, feats.histogram(f.uri)) for i, f in enumerate(p.frames)
-               if not (p.mask.start <= i < p.mask.start + p.mask.length)]
-    scored = []
-    for o in p.options:
-        h = feats.histogram(o.uri)
-        sims = [(float(np.minimum(h, hc).sum()), i) for i, hc in context]
-        sim, pos = max(sims)
-        scored.append((sim, pos, o.label))
-    best = sorted(scored, key=lambda x: -x[0])[:p.mask.length]
-    return [lab for _, _, lab in sorted(best, key=lambda x: (x[1], -x[0]))]
-
-
-SOLVERS: dict[str, Callable[[Puzzle, FeatureCache], list[str]]] = {
-    "random": solve_random, "boundary": solve_boundary, "histogram": solve_histogram,
-}
+__all__ = ["SOLVERS", "FeatureCache", "audit", "bootstrap_ci", "chance_exact", "distractor_kind",
+           "format_table", "guard_check"]
+FLAG_FACTOR = 10.0      # a solver whose exact match is above 10x chance (lower 95% bound) is flagged
+N_RESAMPLES = 2000
 
 
 def distractor_kind(p: Puzzle) -> str:
@@ -89,33 +28,91 @@ def distractor_kind(p: Puzzle) -> str:
 
 def chance_exact(p: Puzzle) -> float:
     """Probability that m labels drawn in random order from the pool equal the answer."""
-    k = len(p.options)
-    return 1.0 / math.perm(k, p.mask.length)
+    return 1.0 / math.perm(len(p.options), p.mask.length)
 
 
-def audit(puzzles: list[Puzzle], load_frame: LoadFrame, solvers: list[str] | None = None) -> dict:
-    """Mean reward and exact match per solver, overall and per distractor kind, against chance."""
-    feats = FeatureCache(load_frame)
+def bootstrap_ci(values: list[float], seed: int = 0) -> tuple[float, float]:
+    """95% percentile bootstrap interval of the mean (scipy.stats.bootstrap)."""
+    x = np.asarray(values, np.float64)
+    if len(x) < 2 or np.all(x == x[0]):
+        v = float(x.mean()) if len(x) else 0.0
+        return v, v
+    from scipy.stats import bootstrap
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = bootstrap((x,), np.mean, confidence_level=0.95, n_resamples=N_RESAMPLES, method="percentile",
+                        rng=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def audit(puzzles: list[Puzzle], load_frame: LoadFrame, solvers: list[str] | None = None,
+          frame_size: FrameSize | None = None, flag_factor: float = FLAG_FACTOR, check_guard: bool = True) -> dict:
+    """The audit report (see the module docstring); JSON-serialisable."""
+    feats = FeatureCache(load_frame, frame_size)
     names = solvers or list(SOLVERS)
     rows: dict[str, dict[str, list]] = {n: defaultdict(list) for n in names}
+    picks: dict[str, dict[str, int]] = {n: defaultdict(int) for n in names}
+    offered: dict[str, int] = defaultdict(int)
     for p in puzzles:
-        pool = [o.label for o in p.options]
+        pool = {o.label: o.kind for o in p.options}
         kind = distractor_kind(p)
+        for o in p.options:
+            offered[o.kind] += 1
         for n in names:
-            t = score_prediction(SOLVERS[n](p, feats), p.answer, pool)
+            pred = SOLVERS[n](p, feats)
+            t = score_prediction(pred, p.answer, list(pool))
             for group in ("all", kind):
                 rows[n][group].append((t.total, t.exact))
+            for lab in set(pred) & set(pool):
+                picks[n][pool[lab]] += 1
     groups = sorted({g for n in names for g in rows[n]}, key=lambda g: (g != "all", g))
-    report = {"n_puzzles": len(puzzles), "groups": {}}
+    report = {"n_puzzles": len(puzzles), "flag_factor": flag_factor, "groups": {},
+              "pick_rate_by_kind": {n: {k: round(picks[n][k] / offered[k], 4) for k in sorted(offered)}
+                                    for n in names}}
     for g in groups:
         members = [p for p in puzzles if g == "all" or distractor_kind(p) == g]
-        report["groups"][g] = {
-            "n": len(members),
-            "chance_exact": float(np.mean([chance_exact(p) for p in members])) if members else 0.0,
-            "solvers": {n: {"mean_reward": _mean([r for r, _ in rows[n][g]]),
-                            "exact": _mean([e for _, e in rows[n][g]])} for n in names},
-        }
+        chance = float(np.mean([chance_exact(p) for p in members])) if members else 0.0
+        solver_rows = {n: _solver_row(rows[n][g], chance, flag_factor) for n in names}
+        report["groups"][g] = {"n": len(members), "chance_exact": chance, "solvers": solver_rows,
+                               "flagged": [n for n in names if solver_rows[n]["flagged"]]}
+    if check_guard:
+        report["guard"] = guard_check(puzzles, feats)
     return report
+
+
+def _solver_row(pairs: list[tuple[float, float]], chance: float, flag_factor: float) -> dict:
+    rewards, exacts = [r for r, _ in pairs], [e for _, e in pairs]
+    ex_ci = bootstrap_ci(exacts)
+    return {"mean_reward": _mean(rewards), "reward_ci95": list(bootstrap_ci(rewards)),
+            "exact": _mean(exacts), "exact_ci95": list(ex_ci),
+            "flagged": bool(pairs) and ex_ci[0] > flag_factor * chance}
+
+
+def guard_check(puzzles: list[Puzzle], feats: FeatureCache) -> dict:
+    """Near-duplicate pairs (similarity >= the puzzle's kappa) recomputed from the stored frames with
+    the pixel embedder: two targets; a target and a distractor; a distractor and a shown frame; a
+    target and a shown frame. Puzzles made with another embedder are counted, not checked."""
+    counts = {"checked": 0, "other_embedder": 0, "target_target": 0, "target_distractor": 0,
+              "distractor_shown": 0, "target_shown": 0, "puzzles_with_any": 0}
+    for p in puzzles:
+        if p.params.get("embedder", "pixel") != "pixel":
+            counts["other_embedder"] += 1
+            continue
+        kappa = float(p.params["kappa"])
+        E = lambda uris: np.stack([feats.embedding(u) for u in uris])  # noqa: E731
+        T = E([o.uri for o in p.options if o.kind == "target"])
+        D = E([o.uri for o in p.options if o.kind != "target"])
+        S = E([f.uri for i, f in enumerate(p.frames) if not (p.mask.start <= i < p.mask.start + p.mask.length)])
+        tt = T @ T.T
+        found = {"target_target": int((np.triu(tt, 1) >= kappa).sum()),
+                 "target_distractor": int((D @ T.T >= kappa).sum()),
+                 "distractor_shown": int((D @ S.T >= kappa).sum()),
+                 "target_shown": int((T @ S.T >= kappa).sum())}
+        for k, v in found.items():
+            counts[k] += v
+        counts["checked"] += 1
+        counts["puzzles_with_any"] += int(any(found.values()))
+    return counts
 
 
 def _mean(xs: list[float]) -> float:
@@ -123,12 +120,18 @@ def _mean(xs: list[float]) -> float:
 
 
 def format_table(report: dict) -> str:
-    lines = [f"shortcut audit over {report['n_puzzles']} puzzles",
-             f"{'group':<16}{'n':>5}  {'solver':<10}{'reward':>8}{'exact':>8}{'chance exact':>14}"]
+    lines = [f"shortcut audit over {report['n_puzzles']} puzzles (flag: exact above "
+             f"{report['flag_factor']:g}x chance at the lower 95% bound)",
+             f"{'group':<26}{'n':>5}  {'solver':<18}{'reward [95% CI]':>24}{'exact [95% CI]':>24}  flag"]
     for g, r in report["groups"].items():
-        for i, (n, s) in enumerate(r["solvers"].items()):
-            lines.append(f"{(g if i == 0 else ''):<16}{(r['n'] if i == 0 else ''):>5}  {n:<10}"
-                         f"{s['mean_reward']:>8.3f}{s['exact']:>8.3f}{(r['chance_exact'] if i == 0 else ''):>14.4}"
-                         if i == 0 else
-                         f"{'':<16}{'':>5}  {n:<10}{s['mean_reward']:>8.3f}{s['exact']:>8.3f}")
+        lines.append(f"{g:<26}{r['n']:>5}  {'(chance exact)':<18}{'':>24}{r['chance_exact']:>24.4f}")
+        for n, s in r["solvers"].items():
+            rw = f"{s['mean_reward']:.3f} [{s['reward_ci95'][0]:.3f}, {s['reward_ci95'][1]:.3f}]"
+            ex = f"{s['exact']:.3f} [{s['exact_ci95'][0]:.3f}, {s['exact_ci95'][1]:.3f}]"
+            lines.append(f"{'':<26}{'':>5}  {n:<18}{rw:>24}{ex:>24}  {'FLAG' if s['flagged'] else ''}")
+    if "guard" in report:
+        g = report["guard"]
+        lines.append(f"guard from stored frames: {g['checked']} puzzles checked, {g['puzzles_with_any']} with a "
+                     f"near-duplicate (target-target {g['target_target']}, target-distractor {g['target_distractor']}, "
+                     f"distractor-shown {g['distractor_shown']}, target-shown {g['target_shown']})")
     return "\n".join(lines)

@@ -3,7 +3,8 @@
 The data directory must be on storage every Ray worker can write (frames are written by the tasks);
 results come back to the driver, which alone writes the database. At most `workers` tasks are in
 flight so each task's deadline is measured from about when it starts; an overdue task is force-cancelled
-(its worker process killed)."""
+(its worker process killed). Ray tasks report no progress, so there is no stall watchdog here:
+`timeout_s` None gives every file the local engine's limit for an unknown duration."""
 from __future__ import annotations
 
 import time
@@ -13,9 +14,12 @@ from mvp_core.synth.job import VideoResult, process_video
 from mvp_core.synth.plan import SynthConfig
 
 
-def run_ray(paths: list[str], cfg: SynthConfig, data_dir: str, workers: int, timeout_s: float,
+def run_ray(paths: list[str], cfg: SynthConfig, data_dir: str, workers: int, timeout_s: float | None,
             on_result: Callable[[VideoResult], None], address: str | None = None) -> None:
     import ray
+
+    from mvp_core.synth.workers import UNKNOWN_DURATION_LIMIT_S
+    timeout_s = UNKNOWN_DURATION_LIMIT_S if timeout_s is None else timeout_s
     started_here = not ray.is_initialized()
     if started_here:
         if address:

@@ -32,15 +32,29 @@ class VideoMeta:
     rotation: int       # degrees the decoded picture must be rotated for display
 
 
+def not_regular_reason(mode: int) -> str:
+    """Why a file of this mode must not be opened ("" for a regular file). Opening a FIFO blocks until
+    a writer appears, a device may never end: neither is a video file."""
+    if stat.S_ISREG(mode):
+        return ""
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a video file"
+    kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode)
+            else "not a regular file")
+    return f"is {kind}, not a regular file" if kind != "not a regular file" else "is not a regular file"
+
+
 def check_file(path: Path) -> None:
-    """Cheap checks before any decoder sees the file."""
+    """Cheap checks before any decoder sees the file (stat follows a symlink to what it names)."""
     try:
         st = os.stat(path)
     except OSError as e:
         raise VideoError(f"cannot read: {e.strerror}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise VideoError("is a directory, not a video file")
-    if stat.S_ISREG(st.st_mode) and st.st_size == 0:
+    reason = not_regular_reason(st.st_mode)
+    if reason:
+        raise VideoError(reason)
+    if st.st_size == 0:
         raise VideoError("empty file (0 bytes)")
 
 

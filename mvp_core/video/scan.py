@@ -5,7 +5,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from mvp_core.video.decode import VIDEO_EXTENSIONS
+from mvp_core.video.decode import VIDEO_EXTENSIONS, not_regular_reason
 
 
 @dataclass
@@ -16,15 +16,17 @@ class Candidate:
 
 def scan(inputs: list[str | os.PathLike]) -> list[Candidate]:
     """Every file with a video extension under the inputs (or the inputs themselves), sorted.
-    Symlinks are followed only when they stay inside the folder they were found in."""
+    Symlinks are followed only when they stay inside the folder they were found in. Anything that is
+    not a regular file (FIFO, socket, device, directory) is refused with the reason: opening a FIFO
+    blocks until a writer appears, which would stall a worker until its time limit."""
     out: dict[Path, Candidate] = {}
     for given in inputs:
         root = Path(given).absolute()
         if not root.exists() and not root.is_symlink():
             out[root] = Candidate(root, "does not exist")
             continue
-        if root.is_file() or (root.suffix.lower() in VIDEO_EXTENSIONS and not root.is_dir()):
-            out[root] = Candidate(root)
+        if not root.is_dir():
+            out[root] = Candidate(root, _file_reason(root))
             continue
         real_root = root.resolve()
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
@@ -36,8 +38,15 @@ def scan(inputs: list[str | os.PathLike]) -> list[Candidate]:
                 p = d / name
                 if p.suffix.lower() not in VIDEO_EXTENSIONS:
                     continue
-                out[p] = Candidate(p, _symlink_reason(p, real_root))
+                out[p] = Candidate(p, _symlink_reason(p, real_root) or _file_reason(p))
     return [out[k] for k in sorted(out, key=str)]
+
+
+def _file_reason(p: Path) -> str:
+    try:
+        return not_regular_reason(os.stat(p).st_mode)
+    except OSError as e:
+        return f"cannot read: {e.strerror}"
 
 
 def _symlink_reason(p: Path, real_root: Path) -> str:

@@ -10,6 +10,7 @@ import gradio as gr
 
 from app.web.common import WebContext, esc, guard, msg_html, nav_html
 from app.web.files import frame_url
+from app.web.pages import rollouts_steer
 from db import rollout_views as rd
 
 PAGE = "rollouts"
@@ -90,6 +91,7 @@ def build(ctx: WebContext) -> gr.Blocks:
         with gr.Row(elem_classes=["mvp-side"]):
             left = gr.HTML(elem_id="ro-left")
             right = gr.HTML(elem_id="ro-right")
+        rollouts_steer.build_panel(ctx, run, puzzle)   # steered vs unsteered answer (docs/steer.md)
 
         def on_load(request: gr.Request):
             with guard(ctx, request, PAGE):

@@ -1,0 +1,153 @@
+"""`mvp steer collect|train|generate|eval`: energy steering from the command line (docs/steer.md).
+
+collect: answer prompts greedily, judge them, label the four classes, sample them balanced and save
+the states entering every layer; or, for the VideoLLM, label puzzles from a run's stored answers.
+train: one energy model per layer, with the per-layer table. generate: plain vs steered answers.
+eval: refusal use (compliance / refusal rates) or puzzle use (exact / reward on a set split)."""
+from __future__ import annotations
+
+from app.cli.args import add_db_args
+from mvp_core.errors import UserError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("steer", help="energy steering: collect states, train energies, generate, evaluate")
+    ssub = p.add_subparsers(dest="steer_command", required=True)
+
+    c = ssub.add_parser("collect", help="answer, judge and label prompts (or puzzles); save layer states")
+    _model_args(c)
+    _source_args(c)
+    c.add_argument("--out", required=True, help="states file to write (.pt)")
+    c.add_argument("--per-class", type=int, default=500, help="at most this many per class, sampled (default 500)")
+    c.add_argument("--reward-threshold", type=float, default=1.0,
+                   help="puzzles: an answer with reward >= this counts as good, like an exact one (default 1.0)")
+    c.add_argument("--run", help="puzzles: label from this run's stored answers")
+    c.add_argument("--checkpoint", type=int, help="puzzles: the run's checkpoint step (default: base model)")
+    c.set_defaults(func=_collect)
+
+    t = ssub.add_parser("train", help="train one energy model per layer; print val/test accuracy and AUROC")
+    t.add_argument("states", help="states file from `mvp steer collect`")
+    t.add_argument("--out", required=True, help="energy bank to write (.pt)")
+    t.add_argument("--hidden", default="2048,1024,1024,512", help="hidden sizes (default 2048,1024,1024,512)")
+    t.add_argument("--epochs", type=int, default=120)
+    t.add_argument("--lr", type=float, default=5e-5)
+    t.add_argument("--batch-size", type=int, default=64)
+    t.add_argument("--tau", type=float, default=0.1)
+    t.add_argument("--dropout", type=float, default=0.15)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--threads", type=int, help="torch CPU threads")
+    t.add_argument("--labels", default="four", choices=["four", "false-refusal"],
+                   help="four: all four classes (published); false-refusal: harmless prompts only "
+                        "(answered good, refused bad)")
+    _steer_args(t)
+    t.set_defaults(func=_train)
+
+    g = ssub.add_parser("generate", help="answer prompts with and without steering, side by side")
+    _model_args(g)
+    g.add_argument("--bank", required=True, help="energy bank from `mvp steer train`")
+    g.add_argument("prompt", nargs="+", help="prompt text(s)")
+    _steer_args(g)
+    g.set_defaults(func=_generate)
+
+    e = ssub.add_parser("eval", help="steered vs unsteered: refusal rates (prompts) or exact/reward (puzzles)")
+    _model_args(e)
+    _source_args(e)
+    e.add_argument("--bank", required=True, help="energy bank from `mvp steer train`")
+    e.add_argument("--out", help="JSON report path")
+    _steer_args(e)
+    e.set_defaults(func=_eval)
+
+
+def _model_args(p) -> None:
+    p.add_argument("--model", required=True, help="local model directory (causal LM or Qwen-VL)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--dtype", default="auto")
+    p.add_argument("--batch-size", type=int, default=16, help="prompts per forward / generate call")
+    p.add_argument("--max-new-tokens", type=int, default=32)
+    p.add_argument("--threads", type=int, help="torch CPU threads")
+
+
+def _source_args(p) -> None:
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--prompts", help="prompt file: JSONL (prompt, kind) or XSTest / OR-Bench CSV")
+    src.add_argument("--set", help="puzzles: curated set name (from the database)")
+    src.add_argument("--puzzles", help="puzzles: puzzles.jsonl (frames relative to --data)")
+    p.add_argument("--format", default="auto", choices=["auto", "jsonl", "xstest", "orbench"],
+                   help="prompt file layout (auto: by extension and columns)")
+    p.add_argument("--split", help="puzzles: only this split (train / val / test)")
+    p.add_argument("--limit", type=int, help="use at most this many prompts / puzzles")
+    p.add_argument("--seed", type=int, default=0)
+    add_db_args(p)
+
+
+def _steer_args(p) -> None:
+    p.add_argument("--top-k", type=int, default=3, help="steer the k best layers (default 3)")
+    p.add_argument("--layers", help="explicit layer indices, e.g. 2,3 (overrides --top-k)")
+    p.add_argument("--eta", type=float, default=0.5, help="step size (default 0.5)")
+    p.add_argument("--steps", type=int, default=5, help="K gradient steps (default 5)")
+    p.add_argument("--gate", default="off", choices=["off", "entry", "while"], help="gate on the threshold")
+    if p.prog.split()[-1] != "train":
+        p.add_argument("--gate-bank", help="gate 'entry': judge rows by this bank (e.g. four-class labels) "
+                                           "while --bank gives the direction")
+
+
+def _threads(args) -> None:
+    if getattr(args, "threads", None):
+        import torch
+        torch.set_num_threads(args.threads)
+
+
+def _collect(args) -> int:
+    from app.cli.steer_run import collect_prompts, collect_puzzles
+    _threads(args)
+    return collect_puzzles(args) if (args.set or args.puzzles) else collect_prompts(args)
+
+
+def _train(args) -> int:
+    from pydantic import ValidationError
+
+    from app.cli.steer_run import _table, steer_cfg
+    from mvp_core.steer.config import EnergyConfig
+    from mvp_core.steer.states import load_states
+    from mvp_core.steer.train import train_bank
+    _threads(args)
+    blob = load_states(args.states)
+    if args.labels == "false-refusal":
+        blob = _harmless_only(blob)
+    try:
+        cfg = EnergyConfig(hidden=[int(x) for x in args.hidden.split(",")], epochs=args.epochs, lr=args.lr,
+                           batch_size=args.batch_size, tau=args.tau, dropout=args.dropout, seed=args.seed)
+    except (ValueError, ValidationError) as e:
+        raise UserError(f"bad energy settings: {str(e).splitlines()[0]}") from None
+    groups = blob["groups"] if len(set(blob["groups"])) > 1 else None
+    bank = train_bank(blob["states"], blob["bad"].numpy(), cfg, groups=groups, model_name=blob["model_name"],
+                      progress=True, split_names=(blob.get("extra") or {}).get("splits"))
+    bank.steer_config = steer_cfg(args)
+    bank.save(args.out)
+    rank = {li: i + 1 for i, li in enumerate(bank.ranking())}
+    rows = [[li, rank[li], m.val_acc, m.test_acc, m.test_auroc, m.val_acc_e0, m.threshold, m.best_epoch]
+            for li, m in sorted(bank.metrics.items())]
+    print(_table(["layer", "rank", "val_acc", "test_acc", "test_auroc", "val_acc@E=0", "threshold", "epoch"], rows))
+    print(f"energy bank for {bank.model_name} ({bank.num_layers} layers x {bank.hidden_size}) written to {args.out}; "
+          f"steers layers {bank.chosen_layers()}")
+    return 0
+
+
+def _harmless_only(blob: dict) -> dict:
+    keep = [i for i, c in enumerate(blob["classes"]) if c.startswith("harmless")]
+    if not keep:
+        raise UserError("--labels false-refusal needs harmless prompts in the states file")
+    return {**blob, "states": blob["states"][keep], "bad": blob["bad"][keep],
+            "classes": [blob["classes"][i] for i in keep], "groups": [blob["groups"][i] for i in keep]}
+
+
+def _generate(args) -> int:
+    from app.cli.steer_run import generate_side_by_side
+    _threads(args)
+    return generate_side_by_side(args)
+
+
+def _eval(args) -> int:
+    from app.cli.steer_run import eval_prompts, eval_puzzles
+    _threads(args)
+    return eval_puzzles(args) if (args.set or args.puzzles) else eval_prompts(args)

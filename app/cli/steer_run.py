@@ -1,0 +1,197 @@
+"""The work behind `mvp steer` (app/cli/steer.py holds the arguments): collect, generate, eval."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from mvp_core.errors import UserError
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    cells = [header] + [[f"{v:.3f}" if isinstance(v, float) else str(v) for v in r] for r in rows]
+    w = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w[i]) for i, c in enumerate(r)) for r in cells]
+    return "\n".join([lines[0], "  ".join("-" * x for x in w)] + lines[1:])
+
+
+def read_prompts(path: str, fmt: str = "auto"):
+    from mvp_core.steer import data
+    p = Path(path)
+    if fmt == "auto":
+        if p.suffix.lower() in (".jsonl", ".json"):
+            fmt = "jsonl"
+        else:
+            head = p.read_text(encoding="utf-8").splitlines()[0] if p.is_file() else ""
+            fmt = "xstest" if "type" in head.split(",") else "orbench"
+    return {"jsonl": data.read_prompts_jsonl, "xstest": data.read_xstest, "orbench": data.read_orbench}[fmt](p)
+
+
+def steer_cfg(args):
+    from pydantic import ValidationError
+
+    from mvp_core.steer.config import SteerConfig
+    try:
+        layers = [int(x) for x in args.layers.split(",")] if args.layers else None
+        return SteerConfig(top_k=args.top_k, layers=layers, eta=args.eta, steps=args.steps, gate=args.gate)
+    except (ValueError, ValidationError) as e:
+        raise UserError(f"bad steering settings: {str(e).splitlines()[0]}") from None
+
+
+def _load(args):
+    from mvp_core.steer.load import load_decoder
+    model, proc, vl = load_decoder(args.model, device=args.device, dtype=args.dtype)
+    tok = proc.tokenizer if vl else proc
+    return model, proc, tok, vl
+
+
+def _prompts(args):
+    prompts = read_prompts(args.prompts, args.format)
+    return prompts[: args.limit] if args.limit else prompts
+
+
+def collect_prompts(args) -> int:
+    from mvp_core.steer.collect import collect_states, text_batches
+    from mvp_core.steer.config import CollectConfig
+    from mvp_core.steer.data import SubstringJudge, balanced_sample, is_bad, label_class
+    from mvp_core.steer.evaluate import generate_answers
+    from mvp_core.steer.layers import model_name
+    from mvp_core.steer.states import save_states
+    prompts = _prompts(args)
+    model, _, tok, _ = _load(args)
+    judge = SubstringJudge()
+    answers = generate_answers(model, tok, [p.text for p in prompts], args.max_new_tokens, args.batch_size,
+                               progress=True, desc="answer")
+    classes = [label_class(p.kind, judge(a)) for p, a in zip(prompts, answers)]
+    keep = balanced_sample(classes, args.per_class, args.seed)
+    texts = [prompts[i].text for i in keep]
+    states = collect_states(model, text_batches(tok, texts, CollectConfig(batch_size=args.batch_size)),
+                            total=len(texts), progress=True)
+    kept = [classes[i] for i in keep]
+    save_states(args.out, states, [is_bad(c) for c in kept], kept, texts, texts, str(args.model),
+                {"kinds": [prompts[i].kind for i in keep], "answers": [answers[i] for i in keep]})
+    have, took = Counter(classes), Counter(kept)
+    print(_table(["class", "good/bad", "answered", "kept"],
+                 [[c, "bad" if is_bad(c) else "good", have[c], took[c]] for c in sorted(have)]))
+    print(f"{len(texts)} states x {states.shape[1]} layers x {states.shape[2]} written to {args.out} ({model_name(model)})")
+    return 0
+
+
+def _puzzle_records(args):
+    from app.cli.model import load_puzzles
+    records, data = load_puzzles(args)
+    if args.split:
+        records = [r for r in records if r.get("split") == args.split]
+        if not records:
+            raise UserError(f"no puzzles in split {args.split!r}")
+    return records, data
+
+
+def collect_puzzles(args) -> int:
+    from mvp_core.model.rollout import frame_loader
+    from mvp_core.steer.collect import collect_states, puzzle_batches
+    from mvp_core.steer.puzzles import greedy_rows, puzzle_labels
+    from mvp_core.steer.states import save_states
+    records, data = _puzzle_records(args)
+    model, proc, _, vl = _load(args)
+    if not vl:
+        raise UserError("puzzles need a VideoLLM (a Qwen-VL model directory)")
+    load = frame_loader(data)
+    if args.run:
+        from db.engine import open_db
+        from db.steer_labels import rollout_answers
+        with open_db(args.db, data)() as s:
+            answers = rollout_answers(s, args.run, args.checkpoint, [r["id"] for r in records])
+        source = f"run {args.run}"
+    else:   # no stored run: answer greedily now
+        answers = greedy_rows(model, proc, records, load, args.max_new_tokens, progress=True)
+        source = "greedy answers"
+    bad = puzzle_labels(answers, args.reward_threshold)
+    records = [r for r in records if r["id"] in bad]
+    states = collect_states(model, puzzle_batches(proc, records, load, batch_size=args.batch_size),
+                            total=len(records), progress=True)
+    labels = [bad[r["id"]] for r in records]
+    splits = [r.get("split") for r in records]   # a curated set's own split (by video), when every puzzle has one
+    classes = ["wrong" if b else "right" for b in labels]
+    save_states(args.out, states, labels, classes, [r["id"] for r in records],
+                [r["video"]["id"] for r in records], str(args.model),
+                {"label_source": source, "splits": splits if all(splits) else None})
+    n = Counter(classes)
+    print(_table(["label", "puzzles"], [["right (good)", n["right"]], ["wrong (bad)", n["wrong"]]]))
+    print(f"{len(records)} puzzle states from {source} written to {args.out}")
+    return 0
+
+
+def _steering(args, model, record: bool = False):
+    from mvp_core.steer.bank import EnergyBank
+    from mvp_core.steer.steer import Steering
+    bank = EnergyBank.load(args.bank)
+    gate_bank = EnergyBank.load(args.gate_bank) if getattr(args, "gate_bank", None) else None
+    return Steering(model, bank, steer_cfg(args), record=record, gate_bank=gate_bank)
+
+
+def generate_side_by_side(args) -> int:
+    from mvp_core.steer.evaluate import generate_answers
+    model, _, tok, _ = _load(args)
+    plain = generate_answers(model, tok, args.prompt, args.max_new_tokens, args.batch_size)
+    st = _steering(args, model, record=True)
+    steered = generate_answers(model, tok, args.prompt, args.max_new_tokens, args.batch_size, steering=st)
+    pre = st.prefill_energies()
+    for i, p in enumerate(args.prompt):
+        print(f"prompt: {p}\n  unsteered: {plain[i]!r}\n  steered:   {steered[i]!r}")
+        for li, r in sorted(pre.items()):
+            print(f"    layer {li}: energy {r['before'][i]:+.3f} -> {r['after'][i]:+.3f} ({r['steps'][i]} steps)")
+    return 0
+
+
+def eval_prompts(args) -> int:
+    from mvp_core.steer.data import SubstringJudge
+    from mvp_core.steer.evaluate import generate_answers, refusal_rate
+    prompts = _prompts(args)
+    model, _, tok, _ = _load(args)
+    judge = SubstringJudge()
+    report = {}
+    for kind in ("harmless", "harmful"):
+        texts = [p.text for p in prompts if p.kind == kind]
+        if not texts:
+            continue
+        a = generate_answers(model, tok, texts, args.max_new_tokens, args.batch_size, progress=True,
+                             desc=f"{kind} unsteered")
+        b = generate_answers(model, tok, texts, args.max_new_tokens, args.batch_size, progress=True,
+                             desc=f"{kind} steered", steering=_steering(args, model))
+        report[kind] = {"prompts": len(texts), "refusal_unsteered": refusal_rate(a, judge),
+                        "refusal_steered": refusal_rate(b, judge), "answers_changed": sum(x != y for x, y in zip(a, b))}
+    rows = []
+    for kind, r in report.items():
+        name = "compliance" if kind == "harmless" else "refusal"
+        f = (lambda v: 1 - v) if kind == "harmless" else (lambda v: v)
+        rows.append([kind, r["prompts"], name, f(r["refusal_unsteered"]), f(r["refusal_steered"]), r["answers_changed"]])
+    print(_table(["prompts", "n", "rate", "unsteered", "steered", "changed"], rows))
+    _write(args, report)
+    return 0
+
+
+def eval_puzzles(args) -> int:
+    from mvp_core.model.rollout import frame_loader
+    from mvp_core.steer.puzzles import compare, greedy_rows
+    records, data = _puzzle_records(args)
+    model, proc, _, vl = _load(args)
+    if not vl:
+        raise UserError("puzzles need a VideoLLM (a Qwen-VL model directory)")
+    load = frame_loader(data)
+    plain = greedy_rows(model, proc, records, load, args.max_new_tokens, progress=True)
+    steered = greedy_rows(model, proc, records, load, args.max_new_tokens, steering=_steering(args, model),
+                          progress=True)
+    rep = compare(plain, steered)
+    rows = [[t, rep[t]["unsteered"], rep[t]["steered"], rep[t]["change"],
+             f"[{rep[t]['change_ci'][0]:+.3f}, {rep[t]['change_ci'][1]:+.3f}]"] for t in ("exact", "total")]
+    print(_table(["term", "unsteered", "steered", "change", "95% CI of change"], rows))
+    print(f"{rep['puzzles']} puzzles, {rep['answers_changed']} answers changed by steering")
+    _write(args, rep)
+    return 0
+
+
+def _write(args, report: dict) -> None:
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(report, indent=2))

@@ -1,0 +1,88 @@
+"""Rollouts page panel: the same puzzle answered with and without energy steering, side by side,
+with each answer's reward terms and, per steered layer, the energy of the prompt's last state before
+and after the gradient steps (docs/steer.md). Banks are the `.pt` files under DATA/steer/; the model
+is the run's own model path, so the page never opens a path a user typed."""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import gradio as gr
+
+from app.web.common import WebContext, esc, guard, msg_html
+from db import rollout_views as rd
+
+PAGE = "rollouts"
+TERMS = ("format", "selection", "order", "exact", "total")
+
+
+def bank_choices(data_dir: Path) -> list[str]:
+    d = Path(data_dir) / "steer"
+    return sorted(p.name for p in d.glob("*.pt")) if d.is_dir() else []
+
+
+@lru_cache(maxsize=2)
+def _policy(path: str):
+    from mvp_core.model.policy import load_policy
+    return load_policy(path, dtype="float32", device="cpu")
+
+
+def compare_puzzle(model, proc, bank, record: dict, load_frame, cfg, max_new_tokens: int = 64) -> dict:
+    """{plain: row, steered: row, energies: {layer: {before, after, steps}}} for one puzzle (greedy)."""
+    from mvp_core.steer.puzzles import greedy_rows
+    from mvp_core.steer.steer import Steering
+    plain = greedy_rows(model, proc, [record], load_frame, max_new_tokens)[0]
+    st = Steering(model, bank, cfg, record=True)
+    steered = greedy_rows(model, proc, [record], load_frame, max_new_tokens, steering=st)[0]
+    energies = {li: {"before": r["before"][0], "after": r["after"][0], "steps": r["steps"][0]}
+                for li, r in sorted(st.prefill_energies().items())}
+    return {"plain": plain, "steered": steered, "energies": energies}
+
+
+def _answer_html(title: str, row: dict) -> str:
+    terms = "".join(f"<td>{row[t]:.2f}</td>" for t in TERMS)
+    return (f'<div class="mvp-steer-answer"><h4>{esc(title)}</h4><pre class="mvp-think">{esc(row["completion"])}</pre>'
+            f'<div class="mvp-cap">chosen: {esc(", ".join(row["chosen_labels"]) or "(none)")}</div>'
+            f'<table><tr>{"".join(f"<th>{t}</th>" for t in TERMS)}</tr><tr>{terms}</tr></table></div>')
+
+
+def compare_html(result: dict, truth: list[str]) -> str:
+    e = "".join(f'<tr><td>{li}</td><td>{v["before"]:+.3f}</td><td>{v["after"]:+.3f}</td><td>{v["steps"]}</td></tr>'
+                for li, v in result["energies"].items())
+    changed = result["plain"]["completion"] != result["steered"]["completion"]
+    return (f'<div class="mvp-steer" data-changed="{int(changed)}"><div class="mvp-cap">true answer: '
+            f'{esc(", ".join(truth))}</div><div class="mvp-side">{_answer_html("unsteered", result["plain"])}'
+            f'{_answer_html("steered", result["steered"])}</div>'
+            f'<h4>Energy of the prompt\'s last state, per steered layer</h4><table class="mvp-steer-energy">'
+            f'<tr><th>layer</th><th>before</th><th>after</th><th>steps</th></tr>{e}</table></div>')
+
+
+def build_panel(ctx: WebContext, run: gr.Dropdown, puzzle: gr.Dropdown) -> None:
+    """Add the panel to the enclosing Blocks; `run` and `puzzle` are the page's own pickers."""
+    with gr.Accordion("Energy steering: steered vs unsteered answer", open=False):
+        with gr.Row():
+            bank = gr.Dropdown(label="Energy bank (DATA/steer/*.pt)", choices=bank_choices(ctx.data_dir),
+                               elem_id="ro-steer-bank")
+            eta = gr.Number(label="eta", value=0.5, minimum=0.001, maximum=100, elem_id="ro-steer-eta")
+            steps = gr.Number(label="K steps", value=5, precision=0, minimum=1, maximum=1000)
+            top_k = gr.Number(label="top-k layers", value=3, precision=0, minimum=1, maximum=512)
+            gate = gr.Dropdown(label="gate", choices=["off", "entry", "while"], value="off")
+        go = gr.Button("Answer with and without steering", elem_id="ro-steer-go")
+        out = gr.HTML(elem_id="ro-steer-out")
+
+        def on_go(run_id, pid, bank_name, eta_v, k_steps, k_layers, gate_v, request: gr.Request,
+                  progress=gr.Progress(track_tqdm=True)):  # noqa: B008 - Gradio injects it
+            with guard(ctx, request, PAGE):
+                from mvp_core.model.rollout import frame_loader
+                from mvp_core.steer.bank import EnergyBank
+                from mvp_core.steer.config import SteerConfig
+                if not run_id or not pid or bank_name not in bank_choices(ctx.data_dir):
+                    return msg_html("choose a run, a puzzle and an energy bank first", "warn")
+                with ctx.Session() as s:
+                    rec, info = rd.record_seen(s, run_id, pid), rd.run_info(s, run_id)
+                model, proc = _policy(info["model_path"])
+                cfg = SteerConfig(eta=float(eta_v), steps=int(k_steps), top_k=int(k_layers), gate=gate_v)
+                res = compare_puzzle(model, proc, EnergyBank.load(ctx.data_dir / "steer" / bank_name), rec,
+                                     frame_loader(ctx.data_dir), cfg)
+                return compare_html(res, rec["answer"])
+        go.click(on_go, [run, puzzle, bank, eta, steps, top_k, gate], [out], api_name="steer_compare")

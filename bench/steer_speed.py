@@ -1,0 +1,74 @@
+"""Steered vs unsteered generation, time per new token, side by side (docs/BENCHMARKS.md).
+
+Usage: .venv/bin/python bench/steer_speed.py [--hidden 64] [--layers 4] [--tokens 32] [--repeats 5]
+The small model is the toy LM's shape (Llama, hidden 64, 4 layers); steering at the published
+settings: k = 3 layers, K = 5 steps, energy MLP 2048-1024-1024-512. Also: a smaller energy MLP,
+the entry gate shut (every state below threshold: one energy forward per call, no gradient) and
+K = 1. Settings are interleaved per repeat; medians."""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from steer_common import decoder, untrained_bank
+
+
+def _time(model, batch, tokens: int, steering) -> float:
+    import contextlib
+
+    import torch
+    with steering if steering is not None else contextlib.nullcontext():
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            out = model.generate(**batch, max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False)
+        dt = time.perf_counter() - t0
+    assert out.shape[1] - batch["input_ids"].shape[1] == tokens
+    return dt / tokens
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--tokens", type=int, default=32)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args()
+    import torch
+
+    from mvp_core.steer.collect import text_batches
+    from mvp_core.steer.config import SteerConfig
+    from mvp_core.steer.steer import Steering
+    torch.set_num_threads(args.threads)
+    model, tok = decoder(args.hidden, args.layers)
+    model.to(args.device)
+    batch = next(text_batches(tok, ["How do I kill a python process?"])).to(args.device)
+    big, small = untrained_bank(model), untrained_bank(model, [256, 128])
+    shut = untrained_bank(model, threshold=1e9)
+    settings = {
+        "unsteered": None,
+        "k=3 K=5, MLP 2048-1024-1024-512 (published)": lambda: Steering(model, big, SteerConfig(top_k=3, steps=5)),
+        "k=3 K=1, MLP 2048-1024-1024-512": lambda: Steering(model, big, SteerConfig(top_k=3, steps=1)),
+        "k=3 K=5, MLP 256-128": lambda: Steering(model, small, SteerConfig(top_k=3, steps=5)),
+        "k=3 K=5, entry gate shut (state below threshold)":
+            lambda: Steering(model, shut, SteerConfig(top_k=3, steps=5, gate="entry")),
+    }
+    times = {k: [] for k in settings}
+    _time(model, batch, 4, None)   # warm-up
+    for _ in range(args.repeats):
+        for name, make in settings.items():
+            times[name].append(_time(model, batch, args.tokens, make() if make else None))
+    base = statistics.median(times["unsteered"])
+    print(f"model: llama hidden {args.hidden} x {args.layers} layers, {args.tokens} new tokens, batch 1, "
+          f"{args.threads} threads, {args.device}, medians of {args.repeats}")
+    print("| setting | ms/token | x unsteered |\n|---|---:|---:|")
+    for name, ts in times.items():
+        m = statistics.median(ts)
+        print(f"| {name} | {1000 * m:.2f} | {m / base:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

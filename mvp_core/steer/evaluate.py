@@ -1,0 +1,29 @@
+"""Refusal-use evaluation: greedy answers with and without steering, judged by the refusal judge."""
+from __future__ import annotations
+
+import contextlib
+
+from mvp_core.steer.collect import text_batches
+from mvp_core.steer.config import CollectConfig
+
+
+def generate_answers(model, tok, prompts: list[str], max_new_tokens: int = 16, batch_size: int = 32,
+                     steering=None, progress: bool = False, desc: str = "generate") -> list[str]:
+    """Greedy answers (left-padded batches); `steering`: a Steering to use, or None for the plain model."""
+    import torch
+    from tqdm import tqdm
+    out = []
+    bar = tqdm(total=len(prompts), desc=desc, unit="prompt", disable=not progress)
+    with steering if steering is not None else contextlib.nullcontext():
+        for batch in text_batches(tok, prompts, CollectConfig(batch_size=batch_size)):
+            with torch.inference_mode():
+                gen = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False,
+                                     temperature=None, top_p=None, top_k=None)
+            out += tok.batch_decode(gen[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
+            bar.update(len(gen))
+    bar.close()
+    return out
+
+
+def refusal_rate(answers: list[str], judge) -> float:
+    return sum(map(judge, answers)) / len(answers) if answers else 0.0

@@ -1,0 +1,58 @@
+"""The puzzle use of steering: good/bad labels for puzzles from a model's scored answers, and
+exact/reward of greedy answers with and without steering on a set split."""
+from __future__ import annotations
+
+import numpy as np
+
+from mvp_core.errors import UserError
+
+
+def answer_is_good(exact: float, total: float, reward_threshold: float) -> bool:
+    """Good = the exact answer, or a reward at least `reward_threshold`; anything else is wrong."""
+    return exact >= 1.0 or total >= reward_threshold
+
+
+def puzzle_labels(answers: list[dict], reward_threshold: float = 1.0) -> dict[str, bool]:
+    """{puzzle_id: bad?} from answer rows (puzzle_id, exact, total). One state per prompt, so a
+    puzzle answered by several samples is bad when fewer than half of its answers are good."""
+    by: dict[str, list[bool]] = {}
+    for a in answers:
+        by.setdefault(a["puzzle_id"], []).append(answer_is_good(a["exact"], a["total"], reward_threshold))
+    return {pid: float(np.mean(v)) < 0.5 for pid, v in by.items()}
+
+
+def bootstrap_ci(x, n: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile bootstrap interval of the mean."""
+    x = np.asarray(x, dtype=np.float64)
+    if len(x) == 0:
+        return 0.0, 0.0
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, len(x), size=(n, len(x)))].mean(axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def greedy_rows(model, processor, records: list[dict], load_frame, max_new_tokens: int, steering=None,
+                pcfg=None, progress: bool = False) -> list[dict]:
+    """One greedy answer per puzzle, scored (rows of mvp_core.model.rollout), optionally steered."""
+    import contextlib
+
+    from mvp_core.model.rollout import GenConfig, run_rollouts
+    if not records:
+        raise UserError("no puzzles to answer")
+    gcfg = GenConfig(num_generations=1, do_sample=False, max_new_tokens=max_new_tokens)
+    with steering if steering is not None else contextlib.nullcontext():
+        return run_rollouts(model, processor, records, load_frame, pcfg, gcfg, progress=progress)
+
+
+def compare(plain: list[dict], steered: list[dict]) -> dict:
+    """Exact and reward, unsteered vs steered, with 95% bootstrap intervals and the paired change."""
+    out = {"puzzles": len(plain)}
+    s_by = {r["puzzle_id"]: r for r in steered}
+    for term in ("exact", "total"):
+        a = np.array([r[term] for r in plain])
+        b = np.array([s_by[r["puzzle_id"]][term] for r in plain])
+        out[term] = {"unsteered": float(a.mean()), "unsteered_ci": bootstrap_ci(a),
+                     "steered": float(b.mean()), "steered_ci": bootstrap_ci(b),
+                     "change": float((b - a).mean()), "change_ci": bootstrap_ci(b - a)}
+    out["answers_changed"] = sum(r["completion"] != s_by[r["puzzle_id"]]["completion"] for r in plain)
+    return out
