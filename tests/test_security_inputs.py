@@ -104,3 +104,33 @@ def test_verdicts_only_on_a_leased_or_own_puzzle(sec_server, sec_data):
     # a guessed puzzle id
     r = _verdict(b, {**st_b, "pid": "no-such-puzzle"})
     assert r.status_code == 400 and "no puzzle" in r.json()["error"]
+
+
+def test_stop_ends_a_run_that_ignores_sigterm_within_seconds(tmp_path):
+    """Stop (the Train page's button calls jobs.stop) on a training process that ignores SIGTERM, as a
+    trainer stuck in one long generation does: SIGKILL after the grace period, the group is gone."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from app.web import jobs
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(600)"
+    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, stdout=subprocess.PIPE)
+    assert proc.stdout.readline().strip() == b"up"            # the SIGTERM handler is in place
+    run_dir = tmp_path / "runs" / "stuck"
+    run_dir.mkdir(parents=True)
+    job = {"run_dir": str(run_dir), "pid": proc.pid, "pgid": os.getpgid(proc.pid), "set": "s", "model": "m",
+           "user": "rhea", "started": time.time(), "cmd": ["mvp", "train"], "kind": "train"}
+    (jobs.jobs_dir(tmp_path) / "active.json").write_text(json.dumps(job))
+    try:
+        t = time.perf_counter()
+        out = jobs.stop(tmp_path, user="rhea", role="researcher")
+        took = time.perf_counter() - t
+        assert out.startswith("killed stuck") and jobs.group_pids(job["pgid"]) == [], out
+        assert jobs.STOP_GRACE_S <= took < jobs.STOP_GRACE_S + 3, took
+        assert proc.wait(timeout=5) == -9
+    finally:
+        if proc.poll() is None:
+            proc.kill()
