@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from mvp_core.synth.job import sampling_rates  # noqa: E402
-from mvp_core.synth.plan import SynthConfig  # noqa: E402
+from mvp_core.synth.config import SynthConfig  # noqa: E402
 from mvp_core.synth.workers import run_local  # noqa: E402
 from mvp_core.video.decode import iter_frames, probe  # noqa: E402
 

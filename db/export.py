@@ -20,7 +20,7 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from db.importer import MANIFEST, RECORDS, copy_frames
-from db.sets import get_set, set_lines, set_summary
+from db.sets import get_set, set_lines, set_summary, write_lines
 from mvp_core.errors import UserError
 
 FORMATS = ("jsonl", "hf", "video-r1")
@@ -48,7 +48,7 @@ def export_set(session: Session, name: str, fmt: str, out: Path, data_dir: Path)
                         f"(first: {missing[0]}); pass the right --data")
     out = _prepare_out(out)
     if fmt == "jsonl":
-        (out / RECORDS).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        write_lines(lines, out / RECORDS)
         manifest = {**set_summary(cs), "created_at": cs.created_at.isoformat(), "format": "mvp-jsonl/1",
                     "splits": split_counts(records)}
         (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True))

@@ -7,8 +7,8 @@ curator and puzzle. The baseline functions average it per puzzle, per video and 
 puzzles, so eval tables and the Stats page can put humans beside the model and the shortcut solvers;
 a puzzle most of whose curators answered it wrong is flagged as possibly ambiguous.
 
-The 95% interval is a percentile bootstrap over puzzles (hand-written in a few lines with numpy:
-scipy is not a dependency of the store)."""
+The 95% interval is a percentile bootstrap over puzzles, the audit's own (`mvp_core.synth.audit`),
+so humans and the shortcut solvers get the same kind of interval."""
 from __future__ import annotations
 
 import json
@@ -24,6 +24,7 @@ from db.models.human import HumanAnswer
 from db.txn import run_txn
 from mvp_core.errors import UserError
 from mvp_core.reward import score_prediction
+from mvp_core.synth.audit import bootstrap_ci
 
 AMBIGUOUS_BELOW = 0.5      # a puzzle whose mean human exact match is below this is flagged
 MAX_SECONDS = 24 * 3600.0
@@ -70,16 +71,6 @@ def record_answer(session: Session, user_id: int, puzzle_id: str, labels: list[s
         session.flush()
         return {**_answer_dict(a), "answer": list(rec["answer"])}
     return run_txn(session, txn)
-
-
-def bootstrap_ci(values: list[float], n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """95% percentile bootstrap interval of the mean."""
-    if not values:
-        return (float("nan"), float("nan"))
-    x = np.asarray(values, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, len(x), size=(n_boot, len(x)))].mean(axis=1)
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
 def per_puzzle(session: Session, puzzle_ids: list[str] | None = None) -> list[dict]:

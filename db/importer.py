@@ -1,7 +1,7 @@
 """Puzzle records into the database, and a jsonl set export back in as the same set (same hash).
 
-`store_records` writes videos, puzzles and options from puzzle records (docs/ARCHITECTURE.md, "Puzzle record") (skipping ids already
-present); the synthesis pipeline has its own writer, this one serves imports and tests."""
+`store_records` writes videos, puzzles and options from puzzle records (skipping ids already
+present) through the one row writer, db/puzzle_rows.py; it serves imports and tests."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,8 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from db.models import Option, Puzzle, Video
+from db.models import Puzzle, Video
+from db.puzzle_rows import add_puzzle, add_video
 from db.sets import content_hash, store_set
 from db.txn import run_txn
 from mvp_core.errors import UserError
@@ -39,17 +40,9 @@ def store_records(session: Session, records: list[dict]) -> int:
                 continue
             v = rec["video"]
             if v["id"] not in have_videos:
-                session.add(Video(id=v["id"], sha256=v["sha256"], path=v["path"], fps=v["fps"],
-                                  duration_s=v["duration_s"], width=v["width"], height=v["height"]))
-                session.flush()   # puzzles reference it (no ORM relationship to order the inserts)
+                add_video(session, v)
                 have_videos.add(v["id"])
-            session.add(Puzzle(id=rec["id"], video_id=v["id"], params_key=params_key(rec.get("params", {})),
-                               mask_start=rec["mask"]["start"], mask_length=rec["mask"]["length"],
-                               n_options=len(rec["options"]), record_json=canonical_json(rec)))
-            session.flush()
-            session.add_all([Option(puzzle_id=rec["id"], label=o["label"], uri=o["uri"], t=o["t"],
-                                    source_video_id=o["source_video_id"], kind=o["kind"],
-                                    difficulty=o["difficulty"]) for o in rec["options"]])
+            add_puzzle(session, rec, params_key(rec.get("params", {})))
             have.add(rec["id"])
             added += 1
         session.flush()

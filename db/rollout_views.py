@@ -6,7 +6,6 @@ the set item's record when the run names a set, else the puzzle's own record."""
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 
 from sqlalchemy import distinct, func, select
@@ -87,11 +86,14 @@ def puzzles(s: Session, run_id: str, ckpt: str | None, video_id: str) -> list[Pu
     groups: dict[str, list[float]] = {}
     for pid, total in s.execute(q):
         groups.setdefault(pid, []).append(float(total))
+    import torch  # with the training code: imported when a page asks, not with the app
+
+    from mvp_core.grpo.loss import group_advantages
     out = []
     for pid, totals in groups.items():
-        mean = sum(totals) / len(totals)
-        std = math.sqrt(sum((t - mean) ** 2 for t in totals) / len(totals))
-        out.append(PuzzleSummary(pid, len(totals), mean, std))
+        # the std training divides by (Bessel-corrected; 0 for a group of one)
+        std = float(group_advantages(torch.tensor(totals), len(totals)).std.nan_to_num(0.0)[0])
+        out.append(PuzzleSummary(pid, len(totals), sum(totals) / len(totals), std))
     return out
 
 
@@ -109,16 +111,15 @@ def record_seen(s: Session, run_id: str, puzzle_id: str) -> dict | None:
 
 def group(s: Session, run_id: str, ckpt: str | None, puzzle_id: str) -> list[dict]:
     """The G answers, in sample order, with each reward term and the advantage. Where the run stored
-    no advantage, the group-normalised one ((r - mean) / std, 0 when std is 0) is given, marked."""
+    no advantage, the one training computes for this group (`group_advantage_list`) is given, marked."""
+    from mvp_core.grpo.loss import group_advantage_list  # torch: imported when a page asks
     rows = s.scalars(select(Rollout).where(Rollout.run_id == run_id, ckpt_filter(ckpt),
                                            Rollout.puzzle_id == puzzle_id).order_by(Rollout.sample_index)).all()
-    totals = [r.total for r in rows]
-    mean = sum(totals) / len(totals) if totals else 0.0
-    std = math.sqrt(sum((t - mean) ** 2 for t in totals) / len(totals)) if totals else 0.0
+    computed_adv = group_advantage_list([r.total for r in rows])
     out = []
-    for r in rows:
+    for r, group_adv in zip(rows, computed_adv):
         computed = r.advantage is None
-        adv = ((r.total - mean) / std if std > ZERO_STD else 0.0) if computed else r.advantage
+        adv = group_adv if computed else r.advantage
         out.append({"sample": r.sample_index, "completion": r.completion, "chosen": list(r.chosen_labels or []),
                     "format": r.format, "selection": r.selection, "order": r.order, "exact": r.exact,
                     "total": r.total, "advantage": adv, "advantage_computed": computed})

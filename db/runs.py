@@ -28,14 +28,12 @@ _STATE = {"running": "running", "finished": "done", "stopped": "stopped", "faile
 def read_run_dir(path: str | Path) -> dict | None:
     """What a run directory says about itself; None when it holds no run (no config.yaml yet, and
     no launch.yaml either: the web app writes that one before the trainer starts)."""
-    import yaml
+    from mvp_core.config import load_yaml_mapping
     d = Path(path).resolve()
     cfg_file = d / "config.yaml" if (d / "config.yaml").is_file() else d / "launch.yaml"
     try:
-        cfg = yaml.safe_load(cfg_file.read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        return None
-    if not isinstance(cfg, dict):
+        cfg = load_yaml_mapping(cfg_file, ignore=())
+    except UserError:
         return None
     info = cfg.get("run_info") or {}
     try:

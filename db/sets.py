@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
@@ -209,6 +211,25 @@ def set_lines(session: Session, name: str) -> list[str]:
     cs = get_set(session, name)
     return list(session.scalars(select(SetItem.record_json).where(SetItem.set_id == cs.id)
                                 .order_by(SetItem.position)))
+
+
+def write_lines(lines: list[str], out: Path) -> Path:
+    """Canonical record lines to `out`, one per line, atomically (a temp file renamed into place):
+    the file's sha256 is then the set's content hash."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    tmp.replace(out)
+    return out
+
+
+def snapshot_set(session: Session, name: str, out: Path) -> Path:
+    """The set's records as the puzzles file a trainer reads (docs/ARCHITECTURE.md, "Curated set and
+    snapshot"); an empty set is refused, since there would be nothing to train on."""
+    lines = set_lines(session, name)
+    if not lines:
+        raise UserError(f"curated set {name!r} holds no puzzles")
+    return write_lines(lines, Path(out))
 
 
 def load_set(session: Session, name: str) -> list[dict]:

@@ -8,7 +8,8 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from db.models import Option, Puzzle, SynthFile, Video
+from db.models import Puzzle, SynthFile, Video
+from db.puzzle_rows import add_puzzle, add_video
 from mvp_core.synth.job import VideoResult
 
 
@@ -42,13 +43,12 @@ def save_result(Session_: sessionmaker, key: tuple[str, int, int], params_key: s
             v = res.video
             video = s.get(Video, v["id"])
             if video is None:
-                s.add(Video(**v))
-                s.flush()
+                add_video(s, v)
             existing = set(s.scalars(select(Puzzle.id).where(Puzzle.id.in_([r["id"] for r in res.records]))))
             for rec in res.records:
                 if rec["id"] in existing:  # the same content under another path
                     continue
-                _add_puzzle(s, rec, params_key)
+                add_puzzle(s, rec, params_key)
                 added += 1
             row.video_id = v["id"]
             if added == 0 and res.records:
@@ -56,17 +56,6 @@ def save_result(Session_: sessionmaker, key: tuple[str, int, int], params_key: s
         row.n_puzzles = added
         s.add(row)
     return added
-
-
-def _add_puzzle(s: Session, rec: dict, params_key: str) -> None:
-    from mvp_core.puzzle import canonical_json
-    s.add(Puzzle(id=rec["id"], video_id=rec["video"]["id"], params_key=params_key,
-                 mask_start=rec["mask"]["start"], mask_length=rec["mask"]["length"],
-                 n_options=len(rec["options"]), record_json=canonical_json(rec)))
-    s.flush()
-    for o in rec["options"]:
-        s.add(Option(puzzle_id=rec["id"], label=o["label"], uri=o["uri"], t=o["t"],
-                     source_video_id=o["source_video_id"], kind=o["kind"], difficulty=o["difficulty"]))
 
 
 def save_skip(Session_: sessionmaker, key: tuple[str, int, int], params_key: str, reason: str) -> None:

@@ -64,6 +64,14 @@ def extract_answer(completion: str) -> tuple[bool, list[str] | None]:
     return (well_formed and labels is not None), labels
 
 
+def split_completion(completion: str) -> tuple[str, str | None]:
+    """(reasoning, answer text) as the parser reads them, for display: the first think block (the
+    whole completion when there is none) and the last answer block (None when there is none)."""
+    think = _THINK.search(completion)
+    answers = _ANSWER.findall(completion)
+    return ((think.group(1) if think else completion).strip(), answers[-1].strip() if answers else None)
+
+
 def score_labels(pred: list[str] | None, answer: list[str], pool: list[str]) -> tuple[float, float, float]:
     """(selection, order, exact) for a predicted label list. Invalid lists score 0 on all three:
     more labels than targets (no credit for listing every option), a repeated label, or a label

@@ -228,50 +228,55 @@
     if (player) { clearTimeout(player.timer); player.restore(); player = null; }
   }
 
-  function loadImg(url) {
-    const img = new Image();
-    img.src = url;
-    return img.decode().then(() => img, () => img);
+  // A frame to show now: the full-size one once it is decoded, until then the thumbnail the page
+  // already shows (decoded), so playing starts at once and sharpens as the full frames arrive.
+  function frameSource(step) {
+    const full = new Image();
+    full.src = step.url;
+    step.ready = false;
+    full.decode().then(() => { step.ready = true; }, () => null);
+    return full;
   }
 
   async function playLabels(labels, what) {
     stopPlay();
     const gap = $("mvp-gap");
     if (!gap || !labels.length) { showMsg("nothing to play: pick options first", "warn"); return; }
-    const before = Array.from(document.querySelectorAll("#mvp-puzzle .mvp-filmstrip > .mvp-frame"))
-      .filter((f) => f.compareDocumentPosition(gap) & Node.DOCUMENT_POSITION_FOLLOWING);
-    const after = Array.from(document.querySelectorAll("#mvp-puzzle .mvp-filmstrip > .mvp-frame"))
-      .filter((f) => f.compareDocumentPosition(gap) & Node.DOCUMENT_POSITION_PRECEDING);
-    const steps = [...before.map((f) => ({ el: f, url: f.dataset.full, cap: "before" })),
-      ...labels.map((l) => ({ el: gap, url: cardOf(l).dataset.full, cap: l })),
-      ...after.map((f) => ({ el: f, url: f.dataset.full, cap: "after" }))];
+    const strip = Array.from(document.querySelectorAll("#mvp-puzzle .mvp-filmstrip > .mvp-frame"));
+    const before = strip.filter((f) => f.compareDocumentPosition(gap) & Node.DOCUMENT_POSITION_FOLLOWING);
+    const after = strip.filter((f) => f.compareDocumentPosition(gap) & Node.DOCUMENT_POSITION_PRECEDING);
+    const thumb = (el) => el.querySelector("img").src;
+    const steps = [...before.map((f) => ({ el: f, url: f.dataset.full, thumb: thumb(f), cap: "before the gap" })),
+      ...labels.map((l) => ({ el: gap, url: cardOf(l).dataset.full, thumb: thumb(cardOf(l)), cap: l })),
+      ...after.map((f) => ({ el: f, url: f.dataset.full, thumb: thumb(f), cap: "after the gap" }))];
     const t0 = performance.now();
     const screen = document.createElement("div");
     screen.className = "mvp-player";
     const img = document.createElement("img");
+    img.alt = "";
     const cap = document.createElement("div");
     cap.className = "mvp-cap";
     screen.append(img, cap);
     const saved = Array.from(gap.childNodes);
     const me = { timer: null, restore: () => { steps.forEach((s) => s.el.classList.remove("mvp-playing")); gap.replaceChildren(...saved); gap.classList.remove("playing"); } };
     player = me;
-    const first = await loadImg(steps[0].url);
-    if (player !== me) return;
+    const fulls = steps.map(frameSource);
     gap.replaceChildren(screen);
     gap.classList.add("playing");
     gap.scrollIntoView({ block: "nearest" });
     let i = 0;
-    const frames = [first];
-    const rest = steps.slice(1).map((s) => loadImg(s.url));
-    const step = async () => {
+    const draw = (s, k) => {
+      img.src = s.ready ? fulls[k].src : s.thumb;
+      img.dataset.full = s.url;                  // which frame this is, whatever its resolution
+      if (!s.ready) fulls[k].decode().then(() => { if (player === me && img.dataset.full === s.url) img.src = fulls[k].src; }, () => null);
+    };
+    const step = () => {
       if (player !== me) return;
       if (i >= steps.length) { stopPlay(); emit("played", { labels }); return; }
       const s = steps[i];
-      const im = frames[i] || (frames[i] = await rest[i - 1]);
-      if (player !== me) return;
       steps.forEach((x) => x.el.classList.toggle("mvp-playing", x === s && x.el !== gap));
-      img.src = im.src;
-      cap.textContent = `${what}: ${s.cap === "before" || s.cap === "after" ? s.cap + " the gap" : s.cap}`;
+      draw(s, i);
+      cap.textContent = `${what}: ${s.cap}`;
       if (i === 0) emit("play-started", { ms: performance.now() - t0, labels });
       i += 1;
       me.timer = setTimeout(step, FRAME_MS);

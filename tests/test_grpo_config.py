@@ -90,3 +90,39 @@ def test_cli_print_config_and_error():
     r = subprocess.run([PYTHON, "-m", "app.cli", "train", "configs/tiny.yaml", "loss_type=ppo"],
                        cwd=ROOT, env=mvp_env(), capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.strip() == "error: loss_type must be one of dapo, grpo, dr_grpo, bnpo, not 'ppo'"
+
+
+@pytest.mark.parametrize("override,message", [
+    (["learning_rate=nan"], "learning_rate must be a finite number, got nan"),
+    (["beta=.inf"], "beta must be a finite number, got inf"),
+    (["max_steps=1e9"], "max_steps must be in [1, 1000000], got 1000000000"),
+    (["max_completion_length=100000"], "max_completion_length must be in [1, 32768]"),
+    (["num_generations=1000"], "num_generations must be in [2, 256]"),
+    (["per_device_train_batch_size=100000"], "per_device_train_batch_size must be in [1, 4096]"),
+    (["learning_rate=2"], "learning_rate must be in [0, 1], got 2"),
+    (["beta=-0.1"], "beta must be >= 0, got -0.1"),
+    (["max_steps=2.5"], "max_steps must be an integer, got 2.5"),
+    (["loss_type=dapoo"], "loss_type must be one of dapo, grpo, dr_grpo, bnpo, not 'dapoo' (did you mean 'dapo'?)"),
+    (["reward_weights.order=-1"], "reward_weights must each be in [0, 100]"),
+    (["lora_target_modules=5"], "lora_target_modules must be a list, got 5"),
+])
+def test_ranges_and_finite_numbers(override, message):
+    with pytest.raises(UserError) as e:
+        load_config(None, override)
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_assignment_is_validated_too():
+    c = GRPOConfig()
+    c.puzzles = "x.jsonl"
+    with pytest.raises(UserError, match="must be a multiple of num_generations"):
+        c.per_device_train_batch_size = 3
+
+
+def test_every_key_is_documented_with_its_range():
+    text = documented_yaml()
+    for name, field in GRPOConfig.model_fields.items():
+        assert f"\n{name}: " in "\n" + text, name
+        assert field.description and f"# {field.description}" in text
+    assert "# Optimizer steps to run. Range: [1, 1000000]." in text
+    assert "One of: dapo, grpo, dr_grpo, bnpo." in text

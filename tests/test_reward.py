@@ -122,3 +122,14 @@ def test_trl_signature():
     assert term_reward("format").__name__ == "mvp_format_reward"
     with pytest.raises(ValueError):
         term_reward("bogus")
+
+
+def test_split_completion_reads_what_the_parser_reads():
+    """The rollouts page shows the reasoning and answer through this, so a tag the reward accepts
+    ("< Answer >", "</ answer>") is shown too."""
+    from mvp_core.reward import split_completion
+    text = "< think > look at the gap </think>\n< Answer > C, A </ answer >"
+    assert split_completion(text) == ("look at the gap", "C, A")
+    assert extract_answer(text) == (True, ["C", "A"])
+    assert split_completion("no tags") == ("no tags", None)
+    assert split_completion("<answer>B</answer><answer>C</answer>")[1] == "C"    # the one scored

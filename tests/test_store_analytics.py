@@ -98,7 +98,7 @@ def test_cold_copy_matches_replayed_history(store_db, fresh_analytics, monkeypat
     verdicts from the history); it must give exactly what a copy grown event by event gives, after
     changes, undos and a requeue. `bulk`: every pull takes the path of big pulls (ADBC on PostgreSQL)."""
     if bulk:
-        monkeypatch.setattr(analytics, "BULK_MIN_ROWS", -1)
+        monkeypatch.setattr(analytics.pull, "BULK_MIN_ROWS", -1)
     recs = sorted(store_db.records, key=lambda r: r["id"])
     eng = store_db.engine
     dist = [[o["label"] for o in r["options"] if o["kind"] != "target"] for r in recs]

@@ -150,6 +150,32 @@ def test_two_curators_solve_then_vet(fresh, browser):
         assert [r["puzzle_id"] for r in possibly_ambiguous(s)] == [hard]
 
 
+def test_stats_put_humans_beside_the_solvers(fresh, browser):
+    """One definition of a verdict: Stats and Curate count the same; videos by file name."""
+    from db.human import possibly_ambiguous
+    app = fresh["app"]
+    with app.Session() as s:
+        hard = possibly_ambiguous(s)[0]["puzzle_id"]
+    ctx, page = _login(browser, fresh, "rhea", "/curate/")
+    page.wait_for_selector(".mvp-progress[data-total]", timeout=30000)
+    curate_count = page.inner_text(".mvp-progress")
+    page.goto(app.url + "/stats/")
+    page.wait_for_selector("#stats-baselines", timeout=60000)
+    verdicts = page.inner_text("#stats-verdicts")
+    assert verdicts.startswith("8 verdicts") and "(8 verdicts)" in curate_count
+    rows = {r[0]: r for r in page.eval_on_selector_all(
+        "#stats-baselines tbody tr", "trs => trs.map(tr => Array.from(tr.cells).map(c => c.innerText))")}
+    assert rows["humans (curators, blind)"][2].startswith("0.750")
+    assert {"shortcut: random", "shortcut: boundary", "shortcut: histogram", "chance (exact)"} <= set(rows)
+    by_video = page.inner_text("#stats-human-by-video")
+    assert "trailer_a.mp4" in by_video and "bikes.mp4" in by_video
+    assert hard in page.inner_text("#stats-ambiguous")
+    page.wait_for_function("() => /bikes\\.mp4/.test(document.querySelector('#stats-acceptance_by_video').innerText)",
+                           timeout=30000)
+    shot(page, "stats_humans")
+    ctx.close()
+
+
 def test_freeze_with_splits_and_export(fresh, browser, tmp_path):
     from datasets import load_dataset
 
@@ -171,6 +197,9 @@ def test_freeze_with_splits_and_export(fresh, browser, tmp_path):
     for r in recs:
         by_video.setdefault(r["video"]["id"], set()).add(r.get("split"))
     assert all(len(v) == 1 for v in by_video.values())        # no video in two splits
+    assert {r["split"] for r in recs} == {"train", "test"}
+    sets_text = page.inner_text("#data-sets")
+    assert "first-set" in sets_text
     shot(page, "data_sets")
     out = {}
     for fmt in ("jsonl", "hf", "video-r1"):

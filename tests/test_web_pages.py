@@ -106,3 +106,44 @@ def test_admin_adds_a_user_who_can_log_in(web_app, browser):
     page.wait_for_selector(".mvp-answer-row", timeout=30000)
     assert "newbie (researcher)" in page.inner_text(".mvp-nav")
     ctx.close()
+
+
+CONTRAST_JS = """sel => {
+  const rgb = s => { const m = s.match(/[\\d.]+/g).map(Number); return {r: m[0], g: m[1], b: m[2], a: m.length > 3 ? m[3] : 1}; };
+  const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+                     return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b); };
+  const bg = el => { for (let e = el; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor);
+                     if (c.a > 0.5) return c; } return rgb(getComputedStyle(document.body).backgroundColor); };
+  return Array.from(document.querySelectorAll(sel)).filter(e => e.offsetParent !== null && e.innerText.trim())
+    .slice(0, 20).map(e => { const a = lum(rgb(getComputedStyle(e).color)), b = lum(bg(e));
+      return [sel, e.innerText.trim().slice(0, 30), (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05),
+              getComputedStyle(e).color, JSON.stringify(bg(e))]; });
+}"""
+# Text the studio styles itself, on every page it appears on; Gradio's own widgets follow its theme.
+STYLED = ("kbd", ".mvp-nav-link", ".mvp-user", ".mvp-cap", ".mvp-msg", ".mvp-rubric p", ".mvp-phead span",
+          ".mvp-progress span", ".mvp-table td", ".mvp-data", ".mvp-help td")
+
+
+@pytest.mark.parametrize("theme", ["dark", "light"])
+def test_every_page_is_legible_in_both_themes(web_app, browser, theme):
+    """Dark mode works on every page: each text the studio styles keeps a WCAG AA contrast (4.5:1)
+    against what is behind it, in the dark and the light theme; the favicon is served."""
+    ctx, page = login(browser, web_app, "ada", path=f"/curate/?__theme={theme}")
+    page.wait_for_selector("#mvp-puzzle", timeout=30000)
+    checked = 0
+    for name in ("curate", "datasets", "rollouts", "stats", "train", "admin"):
+        page.goto(f"{web_app.url}/{name}/?__theme={theme}")
+        page.wait_for_selector(".mvp-nav", timeout=30000)
+        page.wait_for_timeout(1500)
+        assert page.evaluate("() => document.body.classList.contains('dark')") == (theme == "dark"), name
+        if name == "curate":
+            page.keyboard.press("?")                              # the key hints too
+            page.wait_for_selector("#mvp-help:not([hidden])")
+        low = [r for sel in STYLED for r in page.evaluate(CONTRAST_JS, sel) if r[2] < 4.5]
+        checked += sum(len(page.evaluate(CONTRAST_JS, sel)) for sel in STYLED)
+        assert not low, (name, low)
+        shot(page, f"{name}_{theme}")
+    assert checked > 30
+    resp = page.request.get(web_app.url + "/favicon.ico")
+    assert resp.status == 200 and resp.headers["content-type"] == "image/x-icon" and resp.body()[:4] == b"\0\0\1\0"
+    ctx.close()

@@ -31,8 +31,7 @@ def _sft(args) -> int:
         path, overrides = None, [path] + overrides
     cfg = load_sft_config(path, overrides)
     if args.print_config:
-        for name, field in SFTConfig.model_fields.items():
-            print(f"# {field.description}\n{name}: {getattr(cfg, name)!r}")
+        print(SFTConfig.documented_yaml(cfg), end="")
         return 0
     if args.set_name:
         from app.cli.train import _data_dir, snapshot_set

@@ -45,15 +45,15 @@ def run(args) -> int:
     from db.engine import data_dir, open_db
     from db.synth_store import file_key, previous, save_result, save_skip, write_jsonl
     from mvp_core.synth.embed import EmbedderSpec
-    from mvp_core.synth.plan import SynthConfig
+    from mvp_core.synth.config import SynthConfig
     from mvp_core.video.scan import scan
 
     t0 = time.perf_counter()
-    cfg = SynthConfig(fps=args.fps, n=args.n, m=args.m, l=args.l, kappa=args.kappa, per_video=args.per_video,
-                      seed=args.seed, tail=args.tail, hardness=args.hardness,
-                      embedder=str(EmbedderSpec.parse(args.embedder)), max_side=args.max_side,
-                      max_overlap=args.max_overlap, cross_video=args.cross_video)
-    cfg.validate()
+    cfg = SynthConfig.from_values({   # validated: a bad setting is one line, before anything is written
+        "fps": args.fps, "n": args.n, "m": args.m, "l": args.l, "kappa": args.kappa, "per_video": args.per_video,
+        "seed": args.seed, "tail": args.tail, "hardness": args.hardness,
+        "embedder": str(EmbedderSpec.parse(args.embedder)), "max_side": args.max_side,
+        "max_overlap": args.max_overlap, "cross_video": args.cross_video})
     if cfg.embedder.startswith("clip:"):
         EmbedderSpec.parse(cfg.embedder).build()  # fail fast, once, on a bad checkpoint path
     data = data_dir(args.data)

@@ -27,14 +27,13 @@ def register(sub) -> None:
 
 
 def _train(args) -> int:
-    from mvp_core.grpo.config import documented_yaml, from_dict, load_config, parse_overrides
+    from mvp_core.grpo.config import documented_yaml, load_config
 
     path, overrides = args.config, list(args.overrides)
     if path and "=" in path and not Path(path).exists():     # `mvp train key=value ...` without a file
         path, overrides = None, [path] + overrides
     if args.print_config:
-        cfg = from_dict(parse_overrides(overrides), base=load_config(path, []) if path else None)
-        print(documented_yaml(cfg), end="")
+        print(documented_yaml(load_config(path, overrides)), end="")
         return 0
     cfg = load_config(path, overrides)
     if args.set_name:
@@ -65,16 +64,8 @@ def snapshot_set(name: str, run_dir: Path, db_url, data, resume: bool) -> Path:
     if resume and out.is_file():
         return out
     from db.engine import database_url, open_db
-    from db.sets import set_lines
+    from db.sets import snapshot_set as write_snapshot
     d = _data_dir(data)
     Session = open_db(database_url(db_url, d), d)
     with Session() as s:
-        lines = set_lines(s, name)
-    if not lines:
-        raise UserError(f"curated set {name!r} holds no puzzles")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".jsonl.tmp")
-    # The stored canonical lines, so the file's sha256 (in config.yaml) is the set's content hash.
-    tmp.write_text("".join(line + "\n" for line in lines))
-    tmp.replace(out)
-    return out
+        return write_snapshot(s, name, out)

@@ -11,6 +11,7 @@ import gradio as gr
 from sqlalchemy.orm import sessionmaker
 
 from app.web.auth import PAGE_TITLES, Auth, Forbidden
+from app.web.templating import render
 from mvp_core.errors import UserError
 
 
@@ -24,27 +25,19 @@ class WebContext:
 
 
 def esc(x) -> str:
+    """For the pages still built from f-strings; new HTML goes through templates (app.web.templating)."""
     return html.escape(str(x), quote=True)
 
 
 def nav_html(ctx: WebContext, user: str | None, current: str) -> str:
     """The top bar: the pages this user's role may open, who is logged in, and log out."""
-    links = []
-    for page in ctx.auth.pages_for(user):
-        if ctx.pages and page not in ctx.pages:
-            continue
-        cls = "mvp-nav-link active" if page == current else "mvp-nav-link"
-        links.append(f'<a class="{cls}" href="/{page}/" id="nav-{page}">{PAGE_TITLES[page]}</a>')
-    role = ctx.auth.role_of(user) or "?"
-    return (f'<nav class="mvp-nav"><span class="mvp-brand">MVP Studio</span>{"".join(links)}'
-            f'<span class="mvp-user">{esc(user)} ({esc(role)})</span>'
-            # logout is a POST (a link or an <img src> on another page cannot log anyone out)
-            f'<form class="mvp-logout" method="post" action="/logout">'
-            f'<button type="submit" class="mvp-nav-link" id="nav-logout">Log out</button></form></nav>')
+    links = [{"page": page, "title": PAGE_TITLES[page], "active": page == current}
+             for page in ctx.auth.pages_for(user) if not ctx.pages or page in ctx.pages]
+    return render("nav.html", links=links, user=user, role=ctx.auth.role_of(user) or "?")
 
 
 def msg_html(text: str, kind: str = "info") -> str:
-    return f'<div class="mvp-msg mvp-msg-{kind}">{esc(text)}</div>' if text else ""
+    return render("message.html", text=text, kind=kind) if text else ""
 
 
 @contextlib.contextmanager

@@ -92,11 +92,10 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
     """Validate the settings (model directory included), snapshot the set into a new run directory
     and start `mvp train` (GRPO) or `mvp sft`. Refused while another training run is alive; a
     refused launch leaves no run directory behind."""
-    import yaml
-
     from app.web.models_known import check_model
-    from db.sets import set_lines
-    from mvp_core.grpo.config import from_dict, parse_overrides
+    from db.sets import snapshot_set
+    from mvp_core.config import parse_overrides, parse_yaml_mapping
+    from mvp_core.grpo.config import GRPOConfig
 
     data_dir = Path(data_dir)
     if not set_name:
@@ -104,13 +103,7 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
     check_model(model)
     if trainer not in ("grpo", "sft"):
         raise UserError(f"trainer must be grpo or sft, not {trainer!r}")
-    try:
-        base = yaml.safe_load(yaml_text or "") or {}
-    except yaml.YAMLError as e:
-        raise UserError(f"config is not valid YAML ({str(e).splitlines()[0]})") from None
-    if not isinstance(base, dict):
-        raise UserError("config must be a mapping of keys to values")
-    base.pop("run_info", None)
+    base = parse_yaml_mapping(yaml_text or "", "config")
     with open(jobs_dir(data_dir) / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)          # two clicks at once still start one run
         cur = active(data_dir)
@@ -119,14 +112,10 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
         run_dir = data_dir / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{trainer}-{_slug(set_name)}"
         fixed = [f"model={model}", f"output_dir={run_dir}", f"puzzles={run_dir / 'puzzles.jsonl'}",
                  f"data_dir={data_dir}", f"set_name={set_name}"]
-        cfg = from_dict(parse_overrides(overrides + fixed), base=from_dict(base)).validate()
-        with Session() as s:
-            lines = set_lines(s, set_name)
-        if not lines:
-            raise UserError(f"curated set {set_name!r} holds no puzzles")
-        run_dir.mkdir(parents=True)
-        (run_dir / "puzzles.jsonl").write_text("".join(line + "\n" for line in lines))
-        (run_dir / "launch.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        cfg = GRPOConfig.from_values(base, parse_overrides(overrides + fixed))
+        with Session() as s:     # refuses an empty or unknown set before writing anything
+            snapshot_set(s, set_name, run_dir / "puzzles.jsonl")
+        (run_dir / "launch.yaml").write_text(cfg.to_yaml())
         cmd = [sys.executable, "-m", "app.cli", "train" if trainer == "grpo" else "sft",
                str(run_dir / "launch.yaml")]
         job = _spawn(data_dir, "train", cmd, run_dir / "console.log",

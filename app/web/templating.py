@@ -1,23 +1,34 @@
-"""Jinja2 templates for the server-rendered HTML pages (app/web/templates/). Autoescape is on for
-every template, so a value put into a page is escaped unless a template says otherwise; the login
-page is the first user (docs/web.md, "Login and sessions")."""
+"""HTML from Jinja2 templates (app/web/templates/), every value autoescaped (docs/web.md, "Layout").
+
+    from app.web.templating import render
+    html = render("nav.html", links=[...], user=name, role=role)    # ready for gr.HTML or a response
+
+A value is escaped unless it is `Markup` (what `render` returns, so a rendered fragment can go into
+another template as is). Templates get `frame_url` (the URL of a data-directory frame) as a global.
+An undefined name is an error, not an empty string, so a typo in a template fails its test instead
+of rendering blank. The login page was the first user (docs/web.md, "Login and sessions")."""
 from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
+from app.web.files import frame_url
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
 
 @lru_cache(maxsize=1)
 def environment() -> Environment:
-    return Environment(loader=FileSystemLoader(TEMPLATES_DIR),
-                       autoescape=select_autoescape(default=True, default_for_string=True),
-                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = Environment(loader=FileSystemLoader(TEMPLATES_DIR),
+                      autoescape=select_autoescape(default=True, default_for_string=True),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals["frame_url"] = frame_url
+    return env
 
 
-def render(name: str, **values) -> str:
+def render(name: str, **values) -> Markup:
     """The template `name` (a file in app/web/templates/) rendered with `values`, escaped."""
-    return environment().get_template(name).render(**values)
+    return Markup(environment().get_template(name).render(**values))

@@ -4,25 +4,20 @@ Each public function is one short transaction and commits (through `db.txn.run_t
 transient errors of concurrent writers). Verdicts and undo are in `db.review.verdicts`, statistics in
 `db.review.stats`; `db.review` exposes all three.
 
-Queue rule: a puzzle needs `k` decisive reviews (accept/reject; `k` is the team setting
-`review.overlap_k`, default 1). `next_puzzle` hands a curator a puzzle they have not judged (a skip
-counts as judged for them, but not toward k) whose decisive reviews plus live leases are below k, and
-leases it to them for `lease_s` seconds. Puzzles closest to k reviews come first, so overlapping
-reviews complete before new puzzles are opened."""
+The rule `next_puzzle` applies and `peek_next` computes read-only is specified once, in
+`db.review.queue_rule` (a docstring, a reference function and the SQL fragments both use)."""
 from __future__ import annotations
 
+import functools
 import json
 from datetime import datetime, timedelta, timezone
 
-from sqlalchemy import delete, exists, insert, literal, select, text, update
+from sqlalchemy import bindparam, delete, exists, insert, literal, select, text, update
 from sqlalchemy.orm import Session
 
 from db.models import Puzzle, utcnow
-from db.models.curation import (
-    Lease,
-    ReviewState,
-    Setting,
-)
+from db.models.curation import Lease, PuzzleVerdict, ReviewState, Setting
+from db.review.queue_rule import LeaseRow, QueueState, candidate_sql, mine_sql
 from db.txn import run_txn
 from mvp_core.errors import UserError
 
@@ -126,19 +121,12 @@ def _claim_pg(session: Session, user_id: int, t: datetime, until: datetime) -> s
 
 
 # The SQLite claim runs on the raw DBAPI cursor: on a loaded 2-core machine building and compiling
-# Core statements cost more CPU than the queries themselves. Same steps as mvp_next_puzzle.
-_MY_VERDICT = "SELECT 1 FROM puzzle_verdicts v WHERE v.puzzle_id = {col} AND v.user_id = :u"
-_SQLITE_MINE = f"""UPDATE leases SET expires_at = :until WHERE id = (
-    SELECT l.id FROM leases l WHERE l.user_id = :u AND l.expires_at > :t
-       AND NOT EXISTS ({_MY_VERDICT.format(col="l.puzzle_id")})
-     ORDER BY l.started_at LIMIT 1) RETURNING puzzle_id"""
+# Core statements cost more CPU than the queries themselves. The reads are the rule's own SQL.
+_SQLITE_MINE = f"UPDATE leases SET expires_at = :until WHERE id = ({mine_sql('sqlite', 'l.id')}) RETURNING puzzle_id"
 _SQLITE_FORGET = "DELETE FROM leases WHERE user_id = :u AND expires_at <= :t"
 _SQLITE_K = "SELECT value FROM settings WHERE key = :key"
-_SQLITE_TAKE = f"""INSERT INTO leases (puzzle_id, user_id, started_at, expires_at)
-    SELECT rs.puzzle_id, :u, :t, :until FROM review_state rs
-     WHERE rs.n_reviews = :n AND NOT EXISTS ({_MY_VERDICT.format(col="rs.puzzle_id")})
-       AND (SELECT count(*) FROM leases l WHERE l.puzzle_id = rs.puzzle_id AND l.expires_at > :t) < :room
-     ORDER BY rs.puzzle_id LIMIT 1 RETURNING puzzle_id"""
+_SQLITE_TAKE = (f"INSERT INTO leases (puzzle_id, user_id, started_at, expires_at) "
+                f"SELECT c.puzzle_id, :u, :t, :until FROM ({candidate_sql('sqlite')}) c RETURNING puzzle_id")
 
 
 def _claim_sqlite(session: Session, user_id: int, t: datetime, until: datetime) -> str | None:
@@ -147,7 +135,7 @@ def _claim_sqlite(session: Session, user_id: int, t: datetime, until: datetime) 
     session.flush()
     conn = session.connection()   # begins the transaction (BEGIN IMMEDIATE, see db.engine)
     to_db = Lease.expires_at.type.dialect_impl(conn.dialect).bind_processor(conn.dialect)
-    p = {"u": user_id, "t": to_db(t), "until": to_db(until)}
+    p = {"u": user_id, "t": to_db(t), "until": to_db(until), "x": ""}
     cur = conn.connection.dbapi_connection.cursor()
     try:
         # 1. A live lease of mine on a puzzle I have not judged yet: hand it out again, extended.
@@ -168,6 +156,41 @@ def _claim_sqlite(session: Session, user_id: int, t: datetime, until: datetime) 
         return None
     finally:
         cur.close()
+
+
+def peek_next(session: Session, user_id: int, exclude: str | None = None,
+              now: datetime | None = None) -> str | None:
+    """The puzzle `next_puzzle` will hand this curator once they have judged `exclude` (their current
+    puzzle), computed read-only from the same rule; None when nothing would be left. Concurrent
+    curators can still take it first: it is a prediction for prefetching, not a reservation."""
+    mine, take = _peek_statements(session.bind.dialect.name)
+    p = {"u": user_id, "t": now or utcnow(), "x": exclude or ""}
+    pid = session.execute(mine, p).scalar()
+    if pid is not None:
+        return pid
+    k = overlap_k(session)
+    for n in range(k - 1, -1, -1):
+        pid = session.execute(take, {**p, "n": n, "room": k - n}).scalar()
+        if pid is not None:
+            return pid
+    return None
+
+
+@functools.cache
+def _peek_statements(dialect: str):
+    # :t bound as the lease column's type, so SQLite compares it in the stored text format
+    t = bindparam("t", type_=Lease.expires_at.type)
+    return text(mine_sql(dialect)).bindparams(t), text(candidate_sql(dialect)).bindparams(t)
+
+
+def read_state(session: Session) -> QueueState:
+    """The database's queue state as the rule reads it (for checking the store against the rule)."""
+    return QueueState(
+        k=overlap_k(session),
+        reviews=dict(session.execute(select(ReviewState.puzzle_id, ReviewState.n_reviews)).all()),
+        judged=set(session.execute(select(PuzzleVerdict.puzzle_id, PuzzleVerdict.user_id)).all()),
+        leases=[LeaseRow(p, u, aware(s), aware(e)) for p, u, s, e in session.execute(
+            select(Lease.puzzle_id, Lease.user_id, Lease.started_at, Lease.expires_at))])
 
 
 def release(session: Session, user_id: int, puzzle_id: str) -> None:

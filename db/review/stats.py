@@ -59,7 +59,9 @@ def progress(session: Session, user_id: int | None = None) -> dict:
     out = {"total": total,
            "everyone": {"reviewed": total - by_status["pending"], "by_status": by_status,
                         "verdicts": session.scalar(select(func.count()).select_from(PuzzleVerdict)
-                                                   .where(PuzzleVerdict.verdict.in_(DECISIVE))) or 0}}
+                                                   .where(PuzzleVerdict.verdict.in_(DECISIVE))) or 0,
+                        "skips": session.scalar(select(func.count()).select_from(PuzzleVerdict)
+                                                .where(PuzzleVerdict.verdict.not_in(DECISIVE))) or 0}}
     if user_id is not None:
         mine = dict(session.execute(select(PuzzleVerdict.verdict, func.count())
                                     .where(PuzzleVerdict.user_id == user_id)

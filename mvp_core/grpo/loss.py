@@ -47,6 +47,14 @@ def group_advantages(rewards: torch.Tensor, num_generations: int, scale_rewards:
     return Advantages(torch.nan_to_num(adv, nan=0.0), std, zero_std)
 
 
+def group_advantage_list(totals: list[float]) -> list[float]:
+    """One group's advantages as plain floats (the rollouts and the rollouts page use this, so they
+    show exactly what training computes for the same rewards)."""
+    if not totals:
+        return []
+    return group_advantages(torch.tensor(totals, dtype=torch.float64), len(totals)).advantages.tolist()
+
+
 def selective_log_softmax(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """log p(ids) under softmax(logits), row by row to keep the (B, T, V) float32 copy small."""
     out = []

@@ -1,8 +1,7 @@
 """Everything between "a checkpoint path" and "a model the loop can train": loading, freezing the
-vision tower, LoRA, gradient checkpointing, the frozen reference, AdamW and its schedule."""
+vision tower, LoRA, gradient checkpointing, the frozen reference, AdamW and its schedule (transformers.get_scheduler)."""
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import torch
@@ -95,12 +94,23 @@ def reference_model(model, cfg: GRPOConfig):
     return ref
 
 
+# transformers' names for the schedules: its "constant" ignores warm-up, "constant_with_warmup" does not.
+_SCHEDULES = {"constant": "constant_with_warmup", "linear": "linear", "cosine": "cosine"}
+
+
+def make_schedule(optimizer, cfg: GRPOConfig):
+    """The LR schedule of `cfg` (transformers.get_scheduler, as TRL's trainer): linear warm-up from
+    0 over warmup_steps, then constant, linear or cosine to 0 at max_steps."""
+    from transformers import get_scheduler
+    return get_scheduler(_SCHEDULES[cfg.lr_scheduler_type], optimizer, num_warmup_steps=cfg.warmup_steps,
+                         num_training_steps=cfg.max_steps)
+
+
 def make_optimizer(model, cfg: GRPOConfig):
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.learning_rate, betas=(cfg.adam_beta1, cfg.adam_beta2),
                             eps=cfg.adam_epsilon, weight_decay=cfg.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg))
-    return opt, sched
+    return opt, make_schedule(opt, cfg)
 
 
 def resume_schedule(optimizer, scheduler, cfg: GRPOConfig, step: int) -> None:
@@ -108,8 +118,9 @@ def resume_schedule(optimizer, scheduler, cfg: GRPOConfig, step: int) -> None:
     optimizer/scheduler state was loaded. The loaded param-group lr is the old schedule's next
     value: resuming a 1-step linear run with max_steps=2 would take step 2 at lr 0 (the old
     schedule's end). Same value as LambdaLR's own `base_lr * lambda(last_epoch)`, so a resume
-    under the same config stays bit-exact."""
-    lr = cfg.learning_rate * lr_factor(step, cfg)
+    under the same config stays bit-exact. (The scheduler was built from the current config, and
+    loading its state keeps transformers' schedule functions, whose state is in their arguments.)"""
+    lr = cfg.learning_rate * scheduler.lr_lambdas[0](step)
     for group in optimizer.param_groups:
         group["initial_lr"] = cfg.learning_rate
         group["lr"] = lr
@@ -120,14 +131,6 @@ def resume_schedule(optimizer, scheduler, cfg: GRPOConfig, step: int) -> None:
 
 
 def lr_factor(step: int, cfg: GRPOConfig) -> float:
-    """Multiplier of learning_rate at optimizer step `step` (0-based): linear warm-up (starting at
-    1/(warmup+1), not 0, so the first step is not wasted), then constant, linear or cosine to 0."""
-    if step < cfg.warmup_steps:
-        return float(step + 1) / float(cfg.warmup_steps + 1) if cfg.warmup_steps else 1.0
-    if cfg.lr_scheduler_type == "constant":
-        return 1.0
-    progress = (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps)
-    progress = min(1.0, progress)
-    if cfg.lr_scheduler_type == "linear":
-        return max(0.0, 1.0 - progress)
-    return 0.5 * (1.0 + math.cos(math.pi * progress))
+    """Multiplier of learning_rate at optimizer step `step` (0-based) under `cfg`'s schedule."""
+    probe = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
+    return float(make_schedule(probe, cfg).lr_lambdas[0](step))

@@ -1,20 +1,19 @@
 """`SFTConfig`: every setting of a supervised warm-start run (`mvp sft`), a pydantic model with a
 description and range per field. Names and meanings follow the GRPO config (and TRL's
 SFTConfig) wherever the setting is shared, so an SFT run and the GRPO run started from it read
-the same; the shared model-setup code (model_setup.py) takes either."""
+the same; the shared model-setup code (model_setup.py) takes either. The base (mvp_core/config.py)
+gives it the one YAML loader, key=value overrides and the one-line errors with "did you mean"."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
-from mvp_core.errors import UserError
+from mvp_core.config import DocumentedConfig
 
 
-class SFTConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
+class SFTConfig(DocumentedConfig):
     # ---- what to train, on what, where to write ------------------------------------------------
     model: str = Field("", description="Local path of the starting checkpoint (a Qwen2.5-VL directory).")
     puzzles: str = Field("", description="Curated-set snapshot: a puzzles.jsonl file to train on.")
@@ -84,36 +83,7 @@ class SFTConfig(BaseModel):
     def completions_per_process(self) -> int:
         return self.per_device_train_batch_size * self.gradient_accumulation_steps
 
-    def to_dict(self) -> dict:
-        return self.model_dump()
-
-
-def _one_line(e: ValidationError) -> UserError:
-    err = e.errors()[0]
-    key = ".".join(str(x) for x in err["loc"]) or "config"
-    return UserError(f"{key}: {err['msg']} (got {err.get('input')!r})")
-
 
 def load_sft_config(path: str | Path | None = None, overrides: list[str] | None = None) -> SFTConfig:
     """Defaults <- YAML file <- `key=value` overrides; a bad key or value is a one-line UserError."""
-    import yaml
-
-    from mvp_core.grpo.config import parse_overrides
-    values: dict = {}
-    if path:
-        p = Path(path)
-        if not p.is_file():
-            raise UserError(f"config file {p} does not exist")
-        try:
-            loaded = yaml.safe_load(p.read_text()) or {}
-        except yaml.YAMLError as e:
-            raise UserError(f"{p} is not valid YAML ({str(e).splitlines()[0]})") from None
-        if not isinstance(loaded, dict):
-            raise UserError(f"{p} must hold a mapping of config keys")
-        loaded.pop("run_info", None)
-        values.update(loaded)
-    values.update(parse_overrides(overrides or []))
-    try:
-        return SFTConfig(**values)
-    except ValidationError as e:
-        raise _one_line(e) from None
+    return SFTConfig.load(path, overrides)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from mvp_core.errors import UserError
+from mvp_core.grpo.loss import group_advantage_list
 from mvp_core.model.prompt import PromptConfig, build_inputs
 from mvp_core.model.sampler import (DEFAULT_MIN_P, DEFAULT_REPETITION_PENALTY, DEFAULT_TOP_K, SamplerSettings,
                                     sample)
@@ -119,8 +120,9 @@ def generate(model, processor, puzzles: list, load_frame, pcfg: PromptConfig, gc
 
 
 def score_group(pz: Puzzle, completions: list[tuple[str, int]], sample_indices: list[int],
-                weights: dict | None = None, eps: float = 1e-4) -> list[dict]:
-    """Rows for one puzzle's answers, with the advantage (r - mean) / (std + eps) within the group."""
+                weights: dict | None = None) -> list[dict]:
+    """Rows for one puzzle's answers, with the advantage training would give them (the group's
+    `mvp_core.grpo.loss.group_advantages`, scale_rewards="group")."""
     pool = [o.label for o in pz.options]
     kinds = {o.label: o.kind for o in pz.options}
     rows = []
@@ -130,10 +132,8 @@ def score_group(pz: Puzzle, completions: list[tuple[str, int]], sample_indices: 
                      "chosen_labels": list(t.labels), "chosen_kinds": [kinds.get(x, "outside") for x in t.labels],
                      "format": t.format, "selection": t.selection, "order": t.order, "exact": t.exact,
                      "total": t.total, "completion_tokens": int(n_tok)})
-    r = np.array([row["total"] for row in rows], dtype=np.float64)
-    adv = (r - r.mean()) / (r.std() + eps) if len(r) > 1 else np.zeros_like(r)
-    for row, a in zip(rows, adv):
-        row["advantage"] = float(a)
+    for row, a in zip(rows, group_advantage_list([row["total"] for row in rows])):
+        row["advantage"] = a
     return rows
 
 

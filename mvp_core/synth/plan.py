@@ -9,54 +9,11 @@ the ambiguity guard keeps every distractor below kappa to every shown frame and 
 puzzles of one video overlap at most `max_overlap` (docs/SYNTHESIS.md)."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
-from mvp_core.puzzle import LABELS, SYNTH_VERSION, stable_id
-
-
-@dataclass
-class SynthConfig:
-    fps: float = 1.0            # sampling rate (frames/s); raised up to the native rate for short videos
-    n: int = 8                  # N: keyframes per puzzle (context + targets)
-    m: int = 3                  # masked (target) frames, a continuous run
-    l: int = 4                  # hard distractors per puzzle
-    kappa: float | None = None  # near-duplicate cosine threshold; None = the embedder's calibrated default
-    per_video: int = 3          # K: puzzles per video, from different start times
-    seed: int = 0
-    tail: bool = False          # allow masking the last m frames (future prediction)
-    hardness: str = "hard"      # "hard": most similar allowed neighbours; "random": uniform from the video
-    embedder: str = "pixel"     # "pixel" or "clip:/local/path"
-    max_side: int = 640         # stored frames are resized so the longest side is at most this
-    neighbourhood: float = 0.5  # distractor window: the sequence span widened by this fraction each side
-    max_overlap: float = 0.0    # share of a puzzle's m targets that may repeat frames of another puzzle of the video
-    cross_video: int = 0        # extra distractors from other videos of the run (kind "cross_video")
-
-    def key(self) -> str:
-        """Everything that changes the output; part of every puzzle id."""
-        d = asdict(self)
-        d["synth_version"] = SYNTH_VERSION
-        return stable_id(d)
-
-    def validate(self) -> None:
-        from mvp_core.errors import UserError
-        if self.n < 3 or self.m < 1:
-            raise UserError(f"need N >= 3 and m >= 1 (got N={self.n}, m={self.m})")
-        if self.m > self.n - (1 if self.tail else 2):
-            raise UserError(f"m={self.m} leaves no context around the gap with N={self.n}")
-        if self.l < 1 or self.m + self.l > len(LABELS):
-            raise UserError(f"l must be >= 1 and m + l <= {len(LABELS)}")
-        if self.fps <= 0 or self.per_video < 1:
-            raise UserError("fps must be > 0 and per-video >= 1")
-        if self.hardness not in ("hard", "random"):
-            raise UserError("hardness must be 'hard' or 'random'")
-        if not 0.0 <= self.max_overlap <= 1.0:
-            raise UserError(f"max-overlap is a share of the targets in [0, 1], got {self.max_overlap}")
-        if self.cross_video < 0 or self.m + self.l + self.cross_video > len(LABELS):
-            raise UserError(f"cross-video must be >= 0 and m + l + cross-video <= {len(LABELS)}")
-        if self.kappa is not None and not (-1.0 < self.kappa < 1.0):
-            raise UserError("kappa is a cosine similarity threshold in (-1, 1)")
+from mvp_core.synth.config import SynthConfig  # noqa: F401  (where the synthesis code has always imported it from)
 
 
 @dataclass

@@ -11,7 +11,7 @@ import time
 from typing import Callable
 
 from mvp_core.synth.job import VideoResult, process_video
-from mvp_core.synth.plan import SynthConfig
+from mvp_core.synth.config import SynthConfig
 
 
 def run_ray(paths: list[str], cfg: SynthConfig, data_dir: str, workers: int, timeout_s: float | None,

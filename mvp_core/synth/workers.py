@@ -18,7 +18,7 @@ from multiprocessing.connection import wait
 from typing import Callable
 
 from mvp_core.synth.job import VideoResult, process_video
-from mvp_core.synth.plan import SynthConfig
+from mvp_core.synth.config import SynthConfig
 
 DEFAULT_STALL_S = 20.0       # no progress report for this long: the decode is hung
 UNKNOWN_DURATION_LIMIT_S = 600.0  # limit for a file whose container does not say how long it is

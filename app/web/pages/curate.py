@@ -33,34 +33,10 @@ DEFAULT_REASON = "ambiguous"
 
 
 def peek_next(s, uid: int, current: str | None) -> str | None:
-    """A guess at the puzzle `next_puzzle` will hand out after the current one, without leasing it:
-    the store's own order (a live lease of mine on a puzzle I have not judged first, then closest to
-    k reviews, then by id), skipping puzzles this curator judged and ones leased to anyone else."""
-    from datetime import datetime, timezone
-
-    from sqlalchemy import exists
-
-    from db.models.curation import Lease
-    from db.review import overlap_k
-    now = datetime.now(timezone.utc)
-    mine = s.scalar(select(Lease.puzzle_id).where(
-        Lease.user_id == uid, Lease.expires_at > now, Lease.puzzle_id != (current or ""),
-        ~exists().where(PuzzleVerdict.puzzle_id == Lease.puzzle_id, PuzzleVerdict.user_id == uid))
-        .order_by(Lease.started_at).limit(1))
-    if mine is not None:
-        return mine
-    k = overlap_k(s)
-    rs = ReviewState
-    for n in range(k - 1, -1, -1):
-        q = (select(rs.puzzle_id).where(
-                rs.n_reviews == n, rs.puzzle_id != (current or ""),
-                ~exists().where(PuzzleVerdict.puzzle_id == rs.puzzle_id, PuzzleVerdict.user_id == uid),
-                ~exists().where(Lease.puzzle_id == rs.puzzle_id, Lease.expires_at > now))
-             .order_by(rs.puzzle_id).limit(1))
-        pid = s.scalar(q)
-        if pid is not None:
-            return pid
-    return None
+    """The puzzle `next_puzzle` will hand out after the current one, without leasing it: the queue
+    rule computed read-only (db.review.peek_next; docs/store.md, "Rules the code implements")."""
+    from db.review import peek_next as store_peek
+    return store_peek(s, uid, current)
 
 
 def new_state() -> dict:

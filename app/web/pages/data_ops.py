@@ -11,7 +11,6 @@ import json
 import re
 import shutil
 import time
-from collections import Counter
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -130,7 +129,8 @@ def synth_status(ctx: WebContext) -> dict:
 
 # ---- audit ------------------------------------------------------------------------------------
 
-AUDIT_HEADERS = ["group", "puzzles", "solver", "mean reward", "exact", "chance exact"]
+AUDIT_HEADERS = ["group", "puzzles", "solver", "mean reward", "exact", "exact 95% CI", "chance exact",
+                 "beats chance"]
 
 
 def audit_rows(ctx: WebContext) -> list[list]:
@@ -146,7 +146,8 @@ def audit_rows(ctx: WebContext) -> list[list]:
     if not puzzles:
         raise UserError("no puzzles to audit: synthesize first")
     report = audit(puzzles, FrameStore(ctx.data_dir).load)
-    return [[g, r["n"], name, round(v["mean_reward"], 4), round(v["exact"], 4), round(r["chance_exact"], 4)]
+    return [[g, r["n"], name, round(v["mean_reward"], 4), round(v["exact"], 4),
+             "[{:.3f}, {:.3f}]".format(*v["exact_ci95"]), round(r["chance_exact"], 4), "yes" if v["flagged"] else ""]
             for g, r in report["groups"].items() for name, v in r["solvers"].items()]
 
 
@@ -162,41 +163,31 @@ def parse_splits(train: float, val: float, test: float) -> dict[str, float]:
 def freeze(ctx: WebContext, uid: int, name: str, min_distractors: int, train: float, val: float,
            test: float) -> str:
     """Freeze the accepted puzzles into a new set, split by video."""
-    import inspect
-
     from db.sets import freeze_set
     fr = parse_splits(train, val, test)
-    kw = {"min_distractors": int(min_distractors), "created_by": uid}
-    # Splits by video belong to db/sets.py's freeze; until its `split` argument exists the set is
-    # frozen whole (every puzzle counted under "none").
-    if "split" in inspect.signature(freeze_set).parameters:
-        kw["split"] = fr
     with ctx.Session() as s:
-        res = freeze_set(s, (name or "").strip(), **kw)
-    counts = ", ".join(f"{k} {v}" for k, v in split_counts(ctx, res["name"]).items())
-    return f"froze {res['name']}: {res['n_puzzles']} puzzles ({counts}), {res['n_excluded']} excluded"
-
-
-def split_counts(ctx: WebContext, name: str) -> dict[str, int]:
+        res = freeze_set(s, (name or "").strip(), min_distractors=int(min_distractors), created_by=uid, split=fr)
+    from db.export import split_counts
     from db.sets import load_set
     with ctx.Session() as s:
-        recs = load_set(s, name)
-    c = Counter(r.get("split", "none") for r in recs)
-    return {k: c[k] for k in (*SPLITS, "none") if c[k]}
+        counts = split_counts(load_set(s, res["name"]))
+    shown = ", ".join(f"{k} {v['puzzles']} ({v['videos']} videos)" for k, v in counts.items())
+    return f"froze {res['name']}: {res['n_puzzles']} puzzles ({shown}), {res['n_excluded']} excluded"
 
 
-SET_HEADERS = ["set", "puzzles", *SPLITS, "videos", "excluded", "content hash", "created"]
+SET_HEADERS = ["set", "puzzles", *(f"{k} puzzles / videos" for k in SPLITS), "excluded", "content hash", "created"]
 
 
 def set_rows(ctx: WebContext) -> list[list]:
+    """One row per set: its size, and puzzles / videos per split (db.export.split_counts)."""
+    from db.export import split_counts
     from db.sets import list_sets, load_set
     rows = []
     with ctx.Session() as s:
         for cs in list_sets(s):
-            recs = load_set(s, cs["name"])
-            c = Counter(r.get("split", "none") for r in recs)
-            rows.append([cs["name"], cs["n_puzzles"], *(c[k] for k in SPLITS),
-                         len({r["video"]["id"] for r in recs}), cs["n_excluded"], cs["content_hash"][:12],
+            c = split_counts(load_set(s, cs["name"]))
+            per = [f"{c[k]['puzzles']} / {c[k]['videos']}" if k in c else "0 / 0" for k in SPLITS]
+            rows.append([cs["name"], cs["n_puzzles"], *per, cs["n_excluded"], cs["content_hash"][:12],
                          str(cs["created_at"])[:19]])
     return rows
 

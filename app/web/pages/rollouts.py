@@ -4,75 +4,37 @@ advantage; how often each distractor fooled the model; zero-variance groups flag
 the puzzle back to the curation queue); a second checkpoint side by side. Researchers and admins."""
 from __future__ import annotations
 
-import re
-
 import gradio as gr
 
-from app.web.common import WebContext, esc, guard, msg_html, nav_html
-from app.web.files import frame_url
+from app.web.common import WebContext, guard, msg_html, nav_html
 from app.web.pages import rollouts_steer
+from app.web.templating import render
 from db import rollout_views as rd
+from mvp_core.reward import split_completion
 
 PAGE = "rollouts"
-_THINK = re.compile(r"<think>(.*?)</think>", re.S | re.I)
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
 
 
-def _thumb(uri: str | None, label: str, cls: str = "") -> str:
-    if uri is None:
-        return f'<span class="{cls}" title="not an option">{esc(label)}?</span>'
-    return f'<figure class="{cls}"><img src="{frame_url(uri)}" alt="{esc(label)}"><figcaption>{esc(label)}</figcaption></figure>'
-
-
-def group_html(record: dict | None, answers: list[dict], title: str) -> str:
+def group_html(record: dict | None, answers: list[dict] | None, title: str) -> str:
+    """One checkpoint's G answers to a puzzle, against the true order, and how often each distractor fooled it."""
     if record is None or not answers:
-        return f'<div class="mvp-rollouts"><h4>{esc(title)}</h4><p>No answers for this puzzle here.</p></div>'
-    uri = {o["label"]: o["uri"] for o in record["options"]}
-    truth = record["answer"]
-    true_seq = "".join(_thumb(uri.get(l), l, "ok") for l in truth)
+        return render("rollouts_group.html", title=title, answers=[])
     totals = [a["total"] for a in answers]
-    zero = len(set(round(t, 9) for t in totals)) == 1 and len(totals) > 1
-    flag = (f'<div class="mvp-flag" data-zero-variance="1">Zero-variance group: all {len(answers)} answers '
-            f'scored {totals[0]:.3f}, so GRPO learns nothing from this puzzle.</div>' if zero else "")
-    rows = []
+    shown = []
     for a in answers:
-        think = _THINK.search(a["completion"] or "")
-        ans = _ANSWER.search(a["completion"] or "")
-        reasoning = think.group(1).strip() if think else (a["completion"] or "")
-        chosen = "".join(_thumb(uri.get(l), l, "ok" if i < len(truth) and truth[i] == l else "bad")
-                         for i, l in enumerate(a["chosen"])) or "<i>none</i>"
-        adv = f'{a["advantage"]:+.3f}' + ("*" if a["advantage_computed"] else "")
-        rows.append(
-            f'<tr class="mvp-answer-row" data-sample="{a["sample"]}"><td>{a["sample"]}</td>'
-            f'<td><div class="mvp-think">{esc(reasoning)}</div>'
-            f'<div class="mvp-cap">answer: {esc(ans.group(1).strip() if ans else "(none)")}</div></td>'
-            f'<td><div class="mvp-seq">{chosen}</div></td>'
-            f'<td>{a["format"]:.2f}</td><td>{a["selection"]:.2f}</td><td>{a["order"]:.2f}</td>'
-            f'<td>{a["exact"]:.2f}</td><td class="mvp-total"><b>{a["total"]:.3f}</b></td><td>{adv}</td></tr>')
-    fooled = "".join(
-        f'<tr><td>{_thumb(d["uri"], d["label"])}</td><td>{esc(d["kind"])}</td><td>{d["difficulty"]:.2f}</td>'
-        f'<td>{d["chosen"]} / {len(answers)}</td><td>{100 * d["rate"]:.0f}%</td></tr>'
-        for d in rd.fooled(record, answers))
-    note = ('<div class="mvp-cap">* advantage not stored by the run; shown group-normalised '
-            '((r - mean) / std).</div>' if any(a["advantage_computed"] for a in answers) else "")
-    return (f'<div class="mvp-rollouts" data-answers="{len(answers)}"><h4>{esc(title)}</h4>{flag}'
-            f'<div>true order: <div class="mvp-seq">{true_seq}</div></div>'
-            f'<table><tr><th>#</th><th>reasoning</th><th>chosen, in order</th><th>format</th><th>selection</th>'
-            f'<th>order</th><th>exact</th><th>total</th><th>advantage</th></tr>{"".join(rows)}</table>{note}'
-            f'<h4>Distractors: how often each fooled the model</h4>'
-            f'<table><tr><th>option</th><th>kind</th><th>difficulty</th><th>chosen</th><th>rate</th></tr>'
-            f'{fooled}</table></div>')
+        reasoning, answer_text = split_completion(a["completion"] or "")
+        shown.append({**a, "reasoning": reasoning, "answer_text": answer_text})
+    return render("rollouts_group.html", title=title, answers=shown, truth=record["answer"],
+                  uris={o["label"]: o["uri"] for o in record["options"]}, fooled=rd.fooled(record, answers),
+                  zero_variance=len(totals) > 1 and len({round(t, 9) for t in totals}) == 1)
 
 
 def run_html(info: dict) -> str:
     if not info:
         return ""
     model = info.get("model_path") or ""
-    warn = ""
-    if "tiny" in model.lower() or (info.get("config") or {}).get("random_weights"):
-        warn = ' <b class="mvp-rej">(random-weight model: answers are noise, for demonstration)</b>'
-    return (f'<div class="mvp-cap">run <code>{esc(info["id"])}</code> · {esc(info["kind"])} · model '
-            f'<code>{esc(model)}</code> · set {esc(info.get("set_name") or "-")}{warn}</div>')
+    random_weights = "tiny" in model.lower() or bool((info.get("config") or {}).get("random_weights"))
+    return render("rollouts_run.html", info=info, model=model, random_weights=random_weights)
 
 
 def build(ctx: WebContext) -> gr.Blocks:

@@ -86,3 +86,5 @@ def build_panel(ctx: WebContext, run: gr.Dropdown, puzzle: gr.Dropdown) -> None:
                                      frame_loader(ctx.data_dir), cfg)
                 return compare_html(res, rec["answer"])
         go.click(on_go, [run, puzzle, bank, eta, steps, top_k, gate], [out], api_name="steer_compare")
+        # banks written after the app started show up when a run is picked
+        run.change(lambda: gr.update(choices=bank_choices(ctx.data_dir)), None, [bank])

@@ -1,4 +1,4 @@
-"""The stats page: the store's DuckDB analytics (db/analytics.py) as charts and tables, plus the
+"""The stats page: the store's DuckDB analytics (db/analytics/) as charts and tables, plus the
 curation progress. Researchers and admins. Each question is one function of the store; the page
 only shapes the rows into DataFrames for Gradio's native plots."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from app.web.common import WebContext, guard, nav_html
+from app.web.common import WebContext, esc, guard, nav_html
 
 PAGE = "stats"
 
@@ -14,7 +14,7 @@ PAGE = "stats"
 CHARTS = [
     ("acceptance_by_kind", "Distractor keep rate by kind", "kind", "keep_rate"),
     ("acceptance_by_hardness", "Distractor keep rate by difficulty", "bin", "keep_rate"),
-    ("acceptance_by_video", "Puzzle accept rate by video", "video_id", "accept_rate"),
+    ("acceptance_by_video", "Puzzle accept rate by video", "video", "accept_rate"),
     ("curator_throughput", "Verdicts per curator and day", "curator", "verdicts"),
     ("curator_agreement", "Agreement between curators (Cohen's kappa)", "pair", "kappa"),
     ("model_picks_by_kind", "What the model picks, by option kind", "kind", "picks"),
@@ -24,7 +24,10 @@ CHARTS = [
 def frames(ctx: WebContext) -> dict[str, pd.DataFrame]:
     """question -> its rows as a DataFrame (with the chart's x column added where it is derived)."""
     from db import analytics
+    from db.review.browse import video_names
     engine = ctx.Session.kw["bind"]
+    with ctx.Session() as s:
+        names = video_names(s)
     out = {}
     for q, _title, _x, _y in CHARTS:
         fn = analytics.QUESTIONS.get(q)
@@ -33,6 +36,9 @@ def frames(ctx: WebContext) -> dict[str, pd.DataFrame]:
             df["bin"] = [f"{lo:.2f}-{hi:.2f}" for lo, hi in zip(df["lo"], df["hi"])]
         if q == "curator_agreement" and len(df):
             df["pair"] = df["a"] + " / " + df["b"]
+        if q == "acceptance_by_video" and len(df):      # videos by file name, never by hash
+            df.insert(0, "video", [names.get(v, v) for v in df["video_id"]])
+            df = df.drop(columns=["video_id"])
         if q == "curator_throughput" and len(df):
             df["day"] = df["day"].astype(str)
         out[q] = df
@@ -47,10 +53,55 @@ def progress_frame(ctx: WebContext) -> pd.DataFrame:
     return pd.DataFrame(rows or [{"status": "pending", "puzzles": 0}])
 
 
+def _table(elem_id: str, headers: list[str], rows: list[list], empty: str) -> str:
+    if not rows:
+        return f'<div class="mvp-data" id="{elem_id}"><i>{esc(empty)}</i></div>'
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="mvp-table" id="{elem_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _ci(v, ci) -> str:
+    if v is None:
+        return ""
+    return f"{v:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci and ci[0] is not None and ci[0] == ci[0] else "")
+
+
+def human_html(ctx: WebContext) -> str:
+    """The verdict count (the one definition), humans beside the shortcut solvers and the model, the
+    human baseline per video, and the puzzles humans fail (possibly ambiguous)."""
+    from db.baselines import compare
+    from db.human import per_video, possibly_ambiguous
+    from db.review import progress
+    with ctx.Session() as s:
+        prog = progress(s)
+        rows = compare(s, ctx.data_dir)
+        videos = per_video(s)
+        amb = possibly_ambiguous(s)
+    skips = prog["everyone"].get("skips", 0)
+    head = (f'<p id="stats-verdicts">{prog["everyone"]["verdicts"]} verdicts (accept or reject; '
+            f'{skips} skips, which are not verdicts) on {prog["everyone"]["reviewed"]} of {prog["total"]} '
+            f'puzzles reviewed</p>')
+    base = _table("stats-baselines", ["solver", "puzzles", "exact match [95% CI]", "reward [95% CI]"],
+                  [[esc(r["solver"]), r["puzzles"], _ci(r["exact"], r["exact_ci"]), _ci(r["reward"], r["reward_ci"])]
+                   for r in rows], "no human answers yet: curators answer each puzzle before vetting it")
+    vids = _table("stats-human-by-video", ["video", "puzzles", "answers", "human exact [95% CI]",
+                                           "human reward [95% CI]", "possibly ambiguous"],
+                  [[esc(v["video"]), v["puzzles"], v["answers"], _ci(v["exact"], v["exact_ci"]),
+                    _ci(v["reward"], v["reward_ci"]), v["possibly_ambiguous"]] for v in videos], "no answers yet")
+    flags = _table("stats-ambiguous", ["puzzle", "video", "answers", "human exact"],
+                   [[f'<a href="/curate/?puzzle={esc(r["puzzle_id"])}"><code>{esc(r["puzzle_id"])}</code></a>',
+                     esc(r["video"]), r["answers"], f'{r["exact"]:.2f}'] for r in amb], "none flagged")
+    return (f'<div class="mvp-data">{head}<h3>Baselines on the puzzles curators answered</h3>{base}'
+            f'<h3>Human baseline per video</h3>{vids}'
+            f'<h3>Possibly ambiguous (most curators answered wrong)</h3>{flags}</div>')
+
+
 def build(ctx: WebContext) -> gr.Blocks:
     with gr.Blocks(title="MVP Studio · Stats") as demo:
         nav = gr.HTML()
         refresh = gr.Button("Refresh", elem_id="stats-refresh")
+        humans = gr.HTML(elem_id="stats-humans")
         status_plot = gr.BarPlot(x="status", y="puzzles", title="Puzzles by review status", elem_id="stats-status",
                                  y_lim=[0, None])
         widgets = []
@@ -69,7 +120,7 @@ def build(ctx: WebContext) -> gr.Blocks:
                     df = dfs[q]
                     vals += [df.copy() if len(df) else None,   # the plot may change its frame
                              df if len(df) else pd.DataFrame({"note": ["no data yet"]})]
-                return [nav_html(ctx, request.username, PAGE), progress_frame(ctx), *vals]
-        demo.load(load, None, [nav, status_plot, *widgets])
-        refresh.click(load, None, [nav, status_plot, *widgets], api_name="stats")
+                return [nav_html(ctx, request.username, PAGE), human_html(ctx), progress_frame(ctx), *vals]
+        demo.load(load, None, [nav, humans, status_plot, *widgets])
+        refresh.click(load, None, [nav, humans, status_plot, *widgets], api_name="stats")
     return demo

@@ -17,6 +17,7 @@ import gradio as gr
 from app.web import jobs as train_jobs
 from app.web.common import WebContext, esc, guard, msg_html
 from app.web.svg_chart import line_chart
+from mvp_core.errors import UserError
 
 PAGE = "train"
 REFRESH_S = 1.0
@@ -58,10 +59,10 @@ def job_settings(job: dict | None) -> dict | None:
     """The launched run's settings (launch.yaml), to put back into the form after a reload."""
     if not job:
         return None
-    import yaml
+    from mvp_core.config import load_yaml_mapping
     try:
-        cfg = yaml.safe_load((Path(job["run_dir"]) / "launch.yaml").read_text()) or {}
-    except (OSError, yaml.YAMLError):
+        cfg = load_yaml_mapping(Path(job["run_dir"]) / "launch.yaml")
+    except UserError:
         return None
     return {**{k: cfg.get(k) for k in FORM_KEYS}, "model": cfg.get("model"), "set": job.get("set"),
             "trainer": job.get("trainer", "grpo")}

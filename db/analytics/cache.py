@@ -1,34 +1,22 @@
-"""Analytics for the stats page: DuckDB over Arrow tables pulled through SQLAlchemy, one function per
-question, each returning a list of row dicts the UI can chart.
-
-Speed: the pulled tables are append-only or insert-only (options, puzzles, the verdict history,
-rollouts, set items), so a per-database cache pulls only rows past its last id on each call, and the
-current verdicts are re-derived in DuckDB from the history (the last event per curator and puzzle or
-option; an undo's event carries the restored state). Later calls pull the new rows only. The first
-call in a process does not replay the whole history: it replays only the puzzle-verdict events and
-reads the current option rejects from `option_verdicts` (see `_Cache._cold_events`); big pulls from
-PostgreSQL come through ADBC as Arrow. DuckDB's json and core functions are built in: no extensions.
-
-Puzzles are keyed in DuckDB by `pk = hash(puzzle_id)` (64-bit), computed once when rows are pulled:
-every question joins on integers instead of 20-character ids (collision odds ~n^2/2^65, about 3e-10
-at 100k puzzles)."""
+"""The per-database DuckDB copy the analytics questions read: the insert-only tables pulled
+incrementally, and the current verdicts re-derived from the history (see db.analytics)."""
 from __future__ import annotations
 
 import json
 import threading
-from operator import itemgetter
 
 import duckdb
 import pyarrow as pa
 from sqlalchemy import Text, cast, func, select
 from sqlalchemy.engine import Engine
 
+from db.analytics import pull
+from db.analytics.pull import adbc_connect, arrow_adbc, arrow_table
 from db.engine import read_engine
 from db.models import Option, Puzzle
 from db.models.curation import CuratedSet, OptionVerdict, SetItem, User, VerdictEvent
 from db.models.runs import Rollout, Run
 
-HARDNESS_BINS = (0.0, 0.5, 0.7, 0.8, 0.9, 0.95, 1.01)
 # (name, DuckDB type) of each pulled column
 _OPTION_COLS = [("id", "BIGINT"), ("puzzle_id", "VARCHAR"), ("label", "VARCHAR"), ("kind", "VARCHAR"),
                 ("difficulty", "DOUBLE")]
@@ -38,65 +26,7 @@ _ROLLOUT_COLS = [("id", "BIGINT"), ("run_id", "VARCHAR"), ("puzzle_id", "VARCHAR
                  ("total", "DOUBLE"), ("exact", "DOUBLE")]
 
 
-# A pull of more rows than this (the first call in a process, or a long gap) is a bulk pull: on
-# PostgreSQL it goes through the Arrow-native ADBC driver (COPY in binary, Arrow buffers filled in C)
-# instead of psycopg's fetchall plus a tuple-to-Arrow conversion. Smaller pulls keep the pooled
-# connection (opening an ADBC connection costs a few ms, which warm calls should not pay).
-BULK_MIN_ROWS = 20_000
-
-
-def _adbc_connect(engine: Engine):
-    """An autocommit ADBC connection to the engine's PostgreSQL database, or None (other backends).
-    Autocommit: an open read transaction would pin an old snapshot.
-
-    Not for SQLite: the ADBC SQLite driver links its own copy of the SQLite library, and two copies in
-    one process break each other's POSIX file locks on the same database (closing one copy's file
-    descriptor drops the other's locks): tried, it gave stale reads and "disk I/O error" on the
-    sqlite3 connections of the same process."""
-    url = engine.url
-    if url.get_backend_name() == "postgresql":
-        import adbc_driver_postgresql.dbapi
-        uri = url.set(drivername="postgresql").render_as_string(hide_password=False)
-        return adbc_driver_postgresql.dbapi.connect(uri, autocommit=True)
-    return None
-
-
-def _arrow_adbc(adbc, dialect, stmt, names: list[str]) -> pa.Table:
-    sql = str(stmt.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
-    cur = adbc.cursor()
-    try:
-        cur.execute(sql)
-        t = cur.fetch_arrow_table()
-    finally:
-        cur.close()
-    return t.rename_columns(names)
-
-
-_PA_TYPES = {"BIGINT": pa.int64(), "VARCHAR": pa.string(), "DOUBLE": pa.float64()}
-
-
-def _arrow(conn, stmt, names: list[str], types: list[str] | None = None) -> pa.Table:
-    """Run a Core select on the raw DBAPI cursor (plain tuples: no Row objects, no per-value type
-    processing) and build an Arrow table column by column. Only integer cursors are bound, so the
-    statement is rendered with literal values. With `types` (DuckDB type names) the Arrow arrays are
-    built typed: ~3x faster than letting Arrow infer them, and `map(itemgetter)` per column is ~2x
-    faster than transposing with zip(*rows) (700k options: 0.5 s instead of 1.8 s)."""
-    sql = str(stmt.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
-    cur = conn.connection.dbapi_connection.cursor()
-    try:
-        cur.execute(sql)
-        rows = cur.fetchall()
-    finally:
-        cur.close()
-    if not rows:
-        return pa.table({n: pa.array([], pa.null()) for n in names})
-    if types is None:
-        return pa.table({n: pa.array(c) for n, c in zip(names, zip(*rows))})
-    return pa.table({n: pa.array(list(map(itemgetter(i), rows)), type=_PA_TYPES[t])
-                     for i, (n, t) in enumerate(zip(names, types))})
-
-
-class _Cache:
+class StoreCopy:
     """Per-database DuckDB copy of the insert-only tables, grown by the rows past each table's last id.
     `pv`/`ov` (current puzzle/option verdicts) are kept up to date from each new batch of events."""
 
@@ -140,13 +70,13 @@ class _Cache:
             self._pull_set_items(conn)
             n = conn.scalar(select(func.count()).select_from(Puzzle))
             if n != self.n_puzzles:   # puzzles are only ever added; re-pull the small id->video map
-                self.db.register("_delta", _arrow(conn, select(Puzzle.id, Puzzle.video_id), ["id", "video_id"]))
+                self.db.register("_delta", arrow_table(conn, select(Puzzle.id, Puzzle.video_id), ["id", "video_id"]))
                 self.db.execute("CREATE OR REPLACE TABLE puzzles AS SELECT hash(id) AS pk, video_id FROM _delta")
                 self.db.unregister("_delta")
                 self.tables.add("puzzles")
                 self.n_puzzles = n
-            self._replace("users", _arrow(conn, select(User.id, User.name), ["id", "name"]))
-            self._replace("runs", _arrow(conn, select(Run.id, Run.set_name), ["id", "set_name"]))
+            self._replace("users", arrow_table(conn, select(User.id, User.name), ["id", "name"]))
+            self._replace("runs", arrow_table(conn, select(Run.id, Run.set_name), ["id", "set_name"]))
 
     def _replace(self, name: str, t: pa.Table) -> None:
         self.db.register("_delta", t)
@@ -163,14 +93,14 @@ class _Cache:
 
     def _fetch(self, conn, stmt, cols: list[tuple[str, str]], n_hint: int) -> pa.Table:
         """Rows of a Core select as Arrow: on PostgreSQL through ADBC when about `n_hint` >
-        BULK_MIN_ROWS rows are expected, else through the pooled connection's DBAPI cursor.
+        pull.BULK_MIN_ROWS rows are expected, else through the pooled connection's DBAPI cursor.
         `cols`: (name, DuckDB type) of each column."""
         names, types = [n for n, _ in cols], [t for _, t in cols]
-        adbc = _adbc_connect(self.engine) if n_hint > BULK_MIN_ROWS else None
+        adbc = adbc_connect(self.engine) if n_hint > pull.BULK_MIN_ROWS else None   # read at call time (tests lower it)
         if adbc is None:
-            return _arrow(conn, stmt, names, types)
+            return arrow_table(conn, stmt, names, types)
         try:
-            return _arrow_adbc(adbc, conn.dialect, stmt, names)
+            return arrow_adbc(adbc, conn.dialect, stmt, names)
         finally:
             adbc.close()
 
@@ -220,7 +150,7 @@ class _Cache:
             """INSERT INTO ov SELECT d.user_id, o.pk, o.label, 'reject', d.reason_code, o.kind, o.difficulty
                FROM _delta d JOIN options o ON o.id = d.option_id""")
         self._insert_delta(
-            _arrow(conn, select(ov.user_id, ov.puzzle_id, ov.label, ov.reason_code).where(rej, ov.option_id > known),
+            arrow_table(conn, select(ov.user_id, ov.puzzle_id, ov.label, ov.reason_code).where(rej, ov.option_id > known),
                    ["user_id", "puzzle_id", "label", "reason_code"], ["BIGINT", "VARCHAR", "VARCHAR", "VARCHAR"]),
             """INSERT INTO ov SELECT user_id, hash(puzzle_id), label, 'reject', reason_code, NULL, NULL
                FROM _delta""")
@@ -315,138 +245,15 @@ class _Cache:
             return [dict(zip(names, r)) for r in rel.fetchall()]
 
 
-_caches: dict[str, _Cache] = {}
+_caches: dict[str, StoreCopy] = {}
 _caches_lock = threading.Lock()
 
 
-def _cache(engine: Engine) -> _Cache:
+def store_copy(engine: Engine) -> StoreCopy:
     key = engine.url.render_as_string(hide_password=False)
     with _caches_lock:
         c = _caches.get(key)
         if c is None:
-            c = _caches[key] = _Cache(engine)
+            c = _caches[key] = StoreCopy(engine)
     c.refresh()
     return c
-
-
-# Distractor judgments: every decisive puzzle verdict judges each distractor of its puzzle; it is
-# "rejected" when the same curator rejected that option, else kept. Never materialised: `judged`
-# counts come from (decisive verdicts per puzzle) x (distractors per puzzle and kind/bin/video), and
-# only the reject rows (an option verdict whose curator's puzzle verdict is decisive) are joined.
-_DEC_REJ = """
-    WITH dec AS (SELECT pk, count(*) AS n FROM pv WHERE verdict IN ('accept', 'reject') GROUP BY pk),
-    rej AS (SELECT * FROM rejd)
-"""
-
-
-def acceptance_by_kind(engine: Engine) -> list[dict]:
-    """Per distractor kind: distractor judgments, rejects, keep rate, and the most common reject reason."""
-    if not _has_options(c := _cache(engine)):
-        return []
-    return c.query(_DEC_REJ + """
-        , j AS (SELECT k.kind, sum(k.n * dec.n) AS judged FROM okind k JOIN dec ON dec.pk = k.pk
-                GROUP BY k.kind),
-        r AS (SELECT kind, count(*) AS rejected, mode(reason_code) AS top_reason FROM rej GROUP BY kind)
-        SELECT j.kind, j.judged, coalesce(r.rejected, 0) AS rejected,
-               round(1 - coalesce(r.rejected, 0)::DOUBLE / j.judged, 4) AS keep_rate, r.top_reason
-        FROM j LEFT JOIN r ON r.kind = j.kind ORDER BY j.kind""")
-
-
-def acceptance_by_hardness(engine: Engine, bins: tuple = HARDNESS_BINS) -> list[dict]:
-    """Per difficulty bin (similarity to the targets): distractor judgments and keep rate."""
-    if not _has_options(c := _cache(engine)):
-        return []
-    edges = list(bins)
-    # aggregate by difficulty value first, then bin the (few) distinct values
-    return c.query(_DEC_REJ + """
-        , j AS (SELECT o.difficulty, sum(dec.n) AS judged FROM options o JOIN dec ON dec.pk = o.pk
-                WHERE o.kind <> 'target' GROUP BY o.difficulty),
-        r AS (SELECT difficulty, count(*) AS rejected FROM rej GROUP BY difficulty),
-        b AS (SELECT j.judged, coalesce(r.rejected, 0) AS rejected,
-                     list_position(list_transform(?::DOUBLE[], lambda e: j.difficulty < e), true) AS bin
-              FROM j LEFT JOIN r ON r.difficulty = j.difficulty)
-        SELECT (?::DOUBLE[])[bin - 1] AS lo, (?::DOUBLE[])[bin] AS hi, sum(judged) AS judged,
-               sum(rejected) AS rejected, round(1 - sum(rejected)::DOUBLE / sum(judged), 4) AS keep_rate
-        FROM b WHERE bin > 1 GROUP BY bin ORDER BY bin""", [edges, edges, edges])
-
-
-def acceptance_by_video(engine: Engine) -> list[dict]:
-    """Per source video: decisive puzzle verdicts, accept rate, and distractor keep rate."""
-    if not _has_options(c := _cache(engine)):
-        return []
-    # per puzzle first (verdicts, accepts, distractor judgments, rejects), then one join with puzzles
-    return c.query("""
-        WITH d AS (SELECT pk, count(*) AS n, sum((verdict = 'accept')::INT) AS acc FROM pv
-                   WHERE verdict IN ('accept', 'reject') GROUP BY pk),
-        nd AS (SELECT pk, sum(n) AS n FROM okind GROUP BY pk),
-        r AS (SELECT pk, count(*) AS n FROM rejd GROUP BY pk),
-        per AS (SELECT p.video_id, d.n, d.acc, d.n * coalesce(nd.n, 0) AS judged, coalesce(r.n, 0) AS rejected
-                FROM d JOIN puzzles p ON p.pk = d.pk LEFT JOIN nd ON nd.pk = d.pk LEFT JOIN r ON r.pk = d.pk)
-        SELECT video_id, sum(n) AS verdicts, sum(acc) AS accepted, round(sum(acc)::DOUBLE / sum(n), 4) AS accept_rate,
-               round(1 - sum(rejected)::DOUBLE / nullif(sum(judged), 0), 4) AS distractor_keep_rate
-        FROM per GROUP BY video_id ORDER BY verdicts DESC, video_id""")
-
-
-def curator_throughput(engine: Engine) -> list[dict]:
-    """Per curator and day: verdicts (accept/reject; a skip is not a verdict, see
-    db.review.stats.DECISIVE), median seconds per verdict, verdicts per hour."""
-    from db.review.stats import decisive_sql
-    c = _cache(engine)
-    return c.query(f"""
-        SELECT u.name AS curator, CAST(pv.created_at AS DATE) AS day, count(*) AS verdicts,
-               round(median(pv."seconds"), 2) AS median_seconds,
-               round(3600.0 / NULLIF(median(pv."seconds"), 0), 1) AS per_hour
-        FROM pv JOIN users u ON u.id = pv.user_id WHERE {decisive_sql("pv.verdict")}
-        GROUP BY ALL ORDER BY day, curator""")
-
-
-def curator_agreement(engine: Engine) -> list[dict]:
-    """Per pair of curators: puzzles both judged (accept/reject), observed agreement, Cohen's kappa."""
-    c = _cache(engine)
-    return c.query("""
-        WITH d AS (SELECT user_id, pk, (verdict = 'accept')::INT AS acc FROM pv
-                   WHERE verdict IN ('accept', 'reject')),
-        pairs AS (SELECT a.user_id AS ua, b.user_id AS ub, a.acc AS x, b.acc AS y
-                  FROM d a JOIN d b ON a.pk = b.pk AND a.user_id < b.user_id),
-        s AS (SELECT ua, ub, count(*) AS n, avg((x = y)::INT) AS p_o,
-                     avg(x) * avg(y) + (1 - avg(x)) * (1 - avg(y)) AS p_e FROM pairs GROUP BY ua, ub)
-        SELECT u1.name AS a, u2.name AS b, n AS common, round(p_o, 4) AS observed,
-               CASE WHEN p_e < 1 THEN round((p_o - p_e) / (1 - p_e), 4) END AS kappa
-        FROM s JOIN users u1 ON u1.id = ua JOIN users u2 ON u2.id = ub ORDER BY common DESC""")
-
-
-def model_picks_by_kind(engine: Engine, run_id: str | None = None) -> list[dict]:
-    """How often the model picks each option kind: picks, share of all picks, and picks per offered
-    option of that kind (labels mapped through the run's set, whose options are re-lettered)."""
-    c = _cache(engine)
-    if "rollouts" not in c.tables or "options" not in c.tables:
-        return []
-    has_sets = "set_options" in c.tables
-    set_join = ("LEFT JOIN set_options so ON so.set_name = r.set_name AND so.pk = r.pk "
-                "AND so.label = r.label") if has_sets else ""
-    kind = "coalesce(so.kind, o.kind)" if has_sets else "o.kind"
-    return c.query(f"""
-        WITH r AS (SELECT ro.id, ro.pk, runs.set_name, unnest(ro.chosen) AS label
-                   FROM rollouts ro JOIN runs ON runs.id = ro.run_id WHERE ? IS NULL OR ro.run_id = ?),
-        picks AS (SELECT {kind} AS kind FROM r
-                  LEFT JOIN options o ON o.pk = r.pk AND o.label = r.label {set_join}),
-        offered AS (SELECT o.kind, count(*) AS n FROM (SELECT DISTINCT pk FROM rollouts
-                    WHERE ? IS NULL OR run_id = ?) q JOIN options o ON o.pk = q.pk GROUP BY o.kind)
-        SELECT coalesce(p.kind, 'unknown') AS kind, count(*) AS picks,
-               round(count(*) / sum(count(*)) OVER (), 4) AS share, any_value(offered.n) AS offered_options
-        FROM picks p LEFT JOIN offered ON offered.kind = p.kind GROUP BY ALL ORDER BY picks DESC""",
-                   [run_id, run_id, run_id, run_id])
-
-
-def _has_options(c: _Cache) -> bool:
-    return "options" in c.tables
-
-
-QUESTIONS = {
-    "acceptance_by_kind": acceptance_by_kind,
-    "acceptance_by_hardness": acceptance_by_hardness,
-    "acceptance_by_video": acceptance_by_video,
-    "curator_throughput": curator_throughput,
-    "curator_agreement": curator_agreement,
-    "model_picks_by_kind": model_picks_by_kind,
-}

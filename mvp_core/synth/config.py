@@ -1,0 +1,58 @@
+"""The synthesis settings (`mvp synth` options that change the output) as a documented, validated model.
+
+`SynthConfig` holds everything that changes the puzzles a video gives: its `key()` is part of every
+puzzle id, so it must stay the same function of the same values (docs/SYNTHESIS.md). How the work is
+run (workers, engine, time limits) never changes the output and stays with the CLI."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from mvp_core.config import DocumentedConfig
+from mvp_core.errors import UserError
+from mvp_core.puzzle import LABELS, SYNTH_VERSION, stable_id
+
+
+class SynthConfig(DocumentedConfig):
+    fps: float = Field(1.0, gt=0.0, le=120.0, description=(
+        "Sampling rate in frames/s; raised up to the native rate for short videos."))
+    n: int = Field(8, ge=3, le=len(LABELS), description="N: keyframes per puzzle (context + targets).")
+    m: int = Field(3, ge=1, le=len(LABELS), description="Masked (target) frames, a continuous run.")
+    l: int = Field(4, ge=1, le=len(LABELS), description="Hard distractors per puzzle.")
+    kappa: float | None = Field(None, gt=-1.0, lt=1.0, description=(
+        "Near-duplicate cosine threshold; empty = the embedder's calibrated default."))
+    per_video: int = Field(3, ge=1, le=10_000, description="K: puzzles per video, from different start times.")
+    seed: int = Field(0, ge=0, le=2**63 - 1, description="Seed of the start times, masks and distractor draws.")
+    tail: bool = Field(False, description="Allow masking the last m frames (future prediction).")
+    hardness: Literal["hard", "random"] = Field("hard", description=(
+        "Distractor choice: hard (the most similar allowed neighbours) or random (uniform from the video)."))
+    embedder: str = Field("pixel", description="Frame embedder: 'pixel' or 'clip:/local/clip/dir'.")
+    max_side: int = Field(640, ge=16, le=8192, description="Stored frames are resized so the longest side "
+                                                           "is at most this many pixels.")
+    neighbourhood: float = Field(0.5, ge=0.0, le=100.0, description=(
+        "Distractor window: the sequence's span widened by this fraction on each side."))
+    max_overlap: float = Field(0.0, ge=0.0, le=1.0, description=(
+        "Share of a puzzle's m targets that may repeat frames of another puzzle of the same video."))
+    cross_video: int = Field(0, ge=0, le=len(LABELS), description=(
+        "Extra distractors per puzzle from other videos of the run (kind cross_video)."))
+
+    @model_validator(mode="after")
+    def _room_for_the_gap(self):
+        if self.m > self.n - (1 if self.tail else 2):
+            raise UserError(f"m={self.m} leaves no context around the gap with N={self.n}")
+        if self.m + self.l > len(LABELS):
+            raise UserError(f"l must be >= 1 and m + l <= {len(LABELS)}")
+        if self.m + self.l + self.cross_video > len(LABELS):
+            raise UserError(f"cross-video must be >= 0 and m + l + cross-video <= {len(LABELS)}")
+        return self
+
+    def key(self) -> str:
+        """Everything that changes the output; part of every puzzle id."""
+        d = self.model_dump()
+        d["synth_version"] = SYNTH_VERSION
+        return stable_id(d)
+
+    def validate(self) -> None:
+        """Kept for callers of the dataclass era: a SynthConfig is validated when built."""
+

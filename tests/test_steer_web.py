@@ -1,0 +1,75 @@
+"""The Rollouts page's energy-steering panel in Chromium: a run of the tiny Qwen2.5-VL, a bank under
+DATA/steer/, and the same puzzle answered with and without steering side by side, with rewards and
+the energy per steered layer before and after the steps."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from fixtures_web import login, shot
+from sqlalchemy import select
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+RUN = "steer-web-run"
+
+
+def pick(page, elem_id: str, text: str) -> None:
+    page.click(f"#{elem_id} input")
+    page.locator("li[role=option]", has_text=text).first.click()
+
+
+@pytest.fixture(scope="module")
+def steer_run(web_app, tiny_model_dir):
+    """A run whose model path is the real tiny model (stored oldest, so the page's default run is
+    unchanged for the other browser tests), one scored answer, and a bank file for that model."""
+    import json
+
+    import torch
+
+    from db.models import Puzzle
+    from db.models.runs import Rollout, Run
+    from mvp_core.reward import score_completion
+    from mvp_core.steer.bank import EnergyBank
+    from mvp_core.steer.config import EnergyConfig, SplitMetrics
+    from mvp_core.steer.energy import EnergyMLP
+    with web_app.Session() as s:
+        row = s.scalars(select(Puzzle).order_by(Puzzle.id)).first()
+        rec = json.loads(row.record_json)
+        s.add(Run(id=RUN, name=RUN, kind="rollout", model_path=str(tiny_model_dir), config={}, status="done",
+                  created_at=datetime(2000, 1, 1, tzinfo=timezone.utc)))
+        s.flush()
+        text = f"<think>x</think><answer>{', '.join(rec['answer'])}</answer>"
+        t = score_completion(text, rec["answer"], [o["label"] for o in rec["options"]])
+        s.add(Rollout(run_id=RUN, checkpoint_id=None, puzzle_id=row.id, sample_index=0, completion=text,
+                      chosen_labels=t.labels, format=t.format, selection=t.selection, order=t.order,
+                      exact=t.exact, total=t.total, advantage=None))
+        s.commit()
+    torch.manual_seed(0)
+    ecfg = EnergyConfig(hidden=[32])
+    bank = EnergyBank(models={i: EnergyMLP(128, ecfg.hidden) for i in range(2)}, model_name="tiny", hidden_size=128,
+                      num_layers=2, energy_config=ecfg,
+                      metrics={i: SplitMetrics(layer=i, best_epoch=0, threshold=0.0, val_acc=0.5, test_acc=0.5,
+                                               test_auroc=0.5, val_acc_e0=0.5, n_train=0, n_val=0, n_test=0)
+                               for i in range(2)})
+    bank.save(web_app.data_dir / "steer" / "tiny-bank.pt")
+    return row.id
+
+
+def test_rollouts_page_compares_steered_and_unsteered(web_app, browser, steer_run):
+    ctx, page = login(browser, web_app, "rhea", path="/rollouts/")
+    page.wait_for_selector(".mvp-answer-row", timeout=30000)
+    pick(page, "ro-run", RUN)
+    page.wait_for_selector(f"#ro-left .mvp-rollouts h4:has-text('{steer_run}')", timeout=30000)
+    page.get_by_text("Energy steering: steered vs unsteered answer").click()
+    pick(page, "ro-steer-bank", "tiny-bank.pt")
+    page.click("#ro-steer-go")
+    page.wait_for_selector("#ro-steer-out .mvp-steer", timeout=180000)
+    out = page.locator("#ro-steer-out")
+    assert out.locator(".mvp-steer-answer").count() == 2
+    assert "unsteered" in out.inner_text() and "steered" in out.inner_text()
+    rows = out.locator(".mvp-steer-energy tr")
+    assert rows.count() == 3                       # header + the tiny model's 2 layers
+    before, after = (float(rows.nth(1).locator("td").nth(i).inner_text()) for i in (1, 2))
+    assert after < before
+    shot(page, "rollouts_steer")
+    ctx.close()
