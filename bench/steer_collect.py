@@ -43,6 +43,7 @@ def main() -> int:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--shapes", default="64x4,256x16", help="hidden x layers, comma-separated")
     args = ap.parse_args()
     import torch
 
@@ -53,7 +54,7 @@ def main() -> int:
                enumerate(zip(["clean", "kill", "fix", "shoot"] * 64, ["process", "photo", "garden", "file"] * 64))]
     prompts = prompts[: args.prompts]
     print("| model | one pass, all layers (ms/prompt) | one pass per layer (ms/prompt) | speed-up |\n|---|---:|---:|---:|")
-    for hidden, layers in ((64, 4), (256, 16)):
+    for hidden, layers in (tuple(int(v) for v in sh.split("x")) for sh in args.shapes.split(",")):
         model, tok = decoder(hidden, layers)
         cfg = CollectConfig(batch_size=args.batch_size)
         batches = list(text_batches(tok, prompts, cfg))

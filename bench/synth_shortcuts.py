@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-CROPS = {"full": None, "left": "640:720:0:0", "right": "640:720:640:0", "centre": "640:360:320:180"}
+CROPS = {"full": None, "left": "iw/2:ih:0:0", "right": "iw/2:ih:iw/2:0", "centre": "iw/2:ih/2:iw/4:ih/4"}
 
 
 def build(corpus: str, out: Path, videos: dict[str, Path]) -> Path:

@@ -41,7 +41,7 @@ class Option:
     uri: str
     t: float
     source_video_id: str
-    kind: str          # "target" | "neighbor" | "cross_video" | "random"
+    kind: str          # "target" | "neighbor" | "neighbor_widened" | "cross_video" | "random"
     difficulty: float  # max cosine similarity to any target in [0, 1]; 1.0 for targets
 
 

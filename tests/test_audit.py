@@ -36,9 +36,10 @@ def planned(sample_videos):
     """Puzzles planned in memory from the frames `mvp synth` samples (same decode, JPEGs, embeddings,
     planner and records), for many seeds at once: enough puzzles to compare hard and random
     distractors without synthesising the videos again per seed."""
+    from mvp_core.synth.config import SynthConfig
     from mvp_core.synth.embed import decode_jpeg
     from mvp_core.synth.job import _embedder, _record, _sample, sampling_rates
-    from mvp_core.synth.plan import SynthConfig, plan_puzzles
+    from mvp_core.synth.plan import plan_puzzles
     from mvp_core.video.decode import pick_indices, probe, sample_times
     frames, out = {}, {"hard": [], "random": []}
     for name in ("trailer_bbb", "bikes"):
@@ -71,7 +72,7 @@ def test_hard_distractors_lower_the_best_heuristic(planned):
     rnd = audit(by_hardness["random"], load, check_guard=False)
     assert hard["n_puzzles"] >= 100 and rnd["n_puzzles"] >= 100
     heuristics = [s for s in SOLVERS if s != "random"]
-    best = lambda rep: max(rep["groups"]["all"]["solvers"][s]["exact"] for s in heuristics)  # noqa: E731
+    best = lambda rep: max(rep["groups"]["all"]["solvers"][s]["exact"] for s in heuristics)
     assert best(hard) < best(rnd), (best(hard), best(rnd))
     # the hard distractors are the ones the continuity heuristic falls for
     assert hard["pick_rate_by_kind"]["boundary"]["neighbor"] > rnd["pick_rate_by_kind"]["boundary"]["random"]

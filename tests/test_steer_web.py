@@ -3,7 +3,7 @@ DATA/steer/, and the same puzzle answered with and without steering side by side
 the energy per steered layer before and after the steps."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from fixtures_web import login, shot
@@ -36,7 +36,7 @@ def steer_run(web_app, tiny_model_dir):
         row = s.scalars(select(Puzzle).order_by(Puzzle.id)).first()
         rec = json.loads(row.record_json)
         s.add(Run(id=RUN, name=RUN, kind="rollout", model_path=str(tiny_model_dir), config={}, status="done",
-                  created_at=datetime(2000, 1, 1, tzinfo=timezone.utc)))
+                  created_at=datetime(2000, 1, 1, tzinfo=UTC)))
         s.flush()
         text = f"<think>x</think><answer>{', '.join(rec['answer'])}</answer>"
         t = score_completion(text, rec["answer"], [o["label"] for o in rec["options"]])

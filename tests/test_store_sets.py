@@ -69,9 +69,8 @@ def test_freeze_prunes_relabels_and_is_immutable(store_db):
 
 
 def test_freeze_with_nothing_accepted(store_db):
-    with store_db.Session() as s:
-        with pytest.raises(UserError, match="no puzzles"):
-            freeze_set(s, "empty")
+    with store_db.Session() as s, pytest.raises(UserError, match="no puzzles"):
+        freeze_set(s, "empty")
 
 
 def test_jsonl_export_import_roundtrip(store_db, empty_store, tmp_path):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fixtures_synth import cut_segment
 from sqlalchemy import func, select
 
 from app.cli import main
@@ -20,8 +21,6 @@ from db.engine import open_db
 from db.models import Option, Puzzle, SynthFile
 from mvp_core.synth.embed import PixelEmbedder
 from mvp_core.video.frames import FrameStore
-
-from fixtures_synth import cut_segment
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent

@@ -33,9 +33,8 @@ def test_flat_frames_are_duplicates_by_colour(sample_videos):
 
 def test_textured_frames_keep_their_correlation(sample_videos):
     """For textured frames the similarity stays ~ the Pearson correlation the kappa was calibrated on."""
-    from PIL import Image
-
     from fixtures_synth import real_frames
+    from PIL import Image
     frames = real_frames(sample_videos["bikes"], 12, (320, 180), fps=2.0)
     E = PixelEmbedder().embed(frames)
     th = np.stack([np.asarray(Image.fromarray(f).resize((32, 32), Image.BILINEAR), np.float32).reshape(-1)

@@ -9,18 +9,17 @@ import socket
 import time
 
 import pytest
+from fixtures_synth import cut_segment, real_frames, write_audio_only, write_video
 from sqlalchemy import select
 
 from app.cli import main
 from db.engine import open_db
 from db.models import SynthFile
+from mvp_core.synth.config import SynthConfig
 from mvp_core.synth.job import time_limit_s
-from mvp_core.synth.plan import SynthConfig
 from mvp_core.synth.workers import run_local
 from mvp_core.video.decode import probe
 from mvp_core.video.scan import scan
-
-from fixtures_synth import cut_segment, real_frames, write_audio_only, write_video
 
 
 def test_scan_refuses_what_is_not_a_regular_file(tmp_path):

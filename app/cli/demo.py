@@ -2,8 +2,10 @@
 
 Given puzzles in DIR (made by `mvp synth ... --data DIR`), it makes a demo login (an admin, so every
 page is visible; the password is printed), stores G answers per puzzle from a tiny *random-weight*
-Qwen2.5-VL (so the rollouts page has something to show; the page marks them as noise), and serves
-the app. Re-running it keeps the answers already stored and gives the demo user a new password."""
+Qwen2.5-VL (so the rollouts page has something to show; the page marks them as noise), trains a
+small model on generated videos on the first run (app/cli/demo_trained.py: a few minutes, reused
+afterwards) and stores its answers beside the untrained model's, and serves the app. Re-running it
+keeps the answers already stored and gives the demo user a new password."""
 from __future__ import annotations
 
 from app.cli.args import add_db_args
@@ -21,6 +23,9 @@ def register(sub) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=7860)
     p.add_argument("--no-serve", action="store_true", help="prepare only (for scripts and CI)")
+    p.add_argument("--train-minutes", type=float, default=3.0,
+                   help="first run only: minutes of SFT for the demo's trained model (default 3)")
+    p.add_argument("--no-train", action="store_true", help="skip the trained model (random-weight answers only)")
     p.set_defaults(func=handler)
 
 
@@ -66,6 +71,9 @@ def handler(args) -> int:
                "--name", DEMO_RUN, "--threads", "1"]
         if subprocess.run(cmd).returncode != 0:
             raise UserError("storing the demo rollouts failed (see above)")
+    if not args.no_train:
+        from app.cli.demo_trained import store_answers
+        store_answers(Session, data, url, args.train_minutes, args.num_generations, args.limit)
     print(f"\ndemo login: user {args.user!r}, password {password!r}  (role admin)", flush=True)
     if args.no_serve:
         return 0

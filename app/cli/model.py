@@ -46,6 +46,52 @@ def _common(p) -> None:
     add_db_args(p)
     p.add_argument("--limit", type=int, help="use at most this many puzzles")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (default cpu)")
+    # Unset flags take the run's own settings with --run (a model is evaluated as it was trained),
+    # else the training defaults (mvp_core.model.sampler): see docs/model.md, "Sampling".
+    p.add_argument("--dtype", help="auto, float32, bfloat16, float16 (default: the run's, else auto)")
+    p.add_argument("--max-new-tokens", type=int, help="default: the run's max_completion_length, else 128")
+    p.add_argument("--temperature", type=float, help="default: the run's, else 1.0")
+    p.add_argument("--top-p", type=float, help="default: the run's, else 1.0 (off)")
+    p.add_argument("--top-k", type=int, help="default: the run's, else 0 (off)")
+    p.add_argument("--min-p", type=float, help="default: the run's, else 0 (off)")
+    p.add_argument("--repetition-penalty", type=float, help="default: the run's, else 1.0 (off)")
+    p.add_argument("--max-pixels", type=int, help="resize each image to at most this many pixels (default: the run's)")
+    p.add_argument("--video-mode", action="store_true", default=None,
+                   help="show the context frames as one video (default: the run's, else images)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--family", default="qwen2_5_vl", choices=["qwen2_5_vl", "qwen2_vl", "qwen3_vl"],
+                   help="model family (default qwen2_5_vl)")
+    p.add_argument("--preset", default="test", choices=["test", "learn"],
+                   help="test: ~1.2M params, builds in 0.1 s (default); learn: ~3.5M params, learns the "
+                        "generated puzzles on 2 CPU cores in minutes (docs/model.md)")
+    p.set_defaults(func=_tiny_model)
+
+    p = sub.add_parser("rollout", help="sample G answers per puzzle and store them with their rewards")
+    _common(p)
+    p.add_argument("-G", "--num-generations", type=int, default=8, help="answers per puzzle (default 8)")
+    p.add_argument("--batch-puzzles", type=int, default=1, help="puzzles per generate call (default 1)")
+    p.add_argument("--out", help="Parquet file for the answers (default DATA/rollouts/<run>.parquet)")
+    p.add_argument("--no-db", action="store_true", help="write only the Parquet file")
+    p.set_defaults(func=_rollout)
+
+    p = sub.add_parser("eval", help="exact match and reward by distractor kind and hardness, with baselines")
+    _common(p)
+    p.add_argument("--out", help="JSON report path (a Markdown table is written next to it)")
+    p.add_argument("--no-db", action="store_true", help="do not store the report in the database")
+    p.add_argument("--greedy", action="store_true", default=True, help="greedy decoding (default)")
+    p.add_argument("--sample", dest="greedy", action="store_false", help="sample instead of greedy decoding")
+    p.set_defaults(func=_eval)
+
+
+def _common(p) -> None:
+    from app.cli.model_target import add_target_args
+    add_target_args(p)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--set", help="curated set name (from the database)")
+    src.add_argument("--puzzles", help="puzzles.jsonl file (frames are read relative to --data)")
+    add_db_args(p)
+    p.add_argument("--limit", type=int, help="use at most this many puzzles")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (default cpu)")
     p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--temperature", type=float, default=1.0)
@@ -107,18 +153,34 @@ def _set_threads(args) -> None:
         torch.set_num_threads(args.threads)
 
 
-def _prompt_cfg(args):
+def settings(args, run_config: dict | None = None) -> dict:
+    """Prompt and sampler settings: an explicit flag, else the run's config (--run), else the
+    defaults training uses."""
+    from mvp_core.model import sampler as S
+    run = run_config or {}
+    bf16 = str(run.get("bf16", "")).lower()
+    defaults = {"dtype": "bfloat16" if bf16 == "true" else "auto",
+                "max_new_tokens": run.get("max_completion_length", 128),
+                "temperature": run.get("temperature", S.DEFAULT_TEMPERATURE),
+                "top_p": run.get("top_p", S.DEFAULT_TOP_P), "top_k": run.get("top_k", S.DEFAULT_TOP_K),
+                "min_p": run.get("min_p", S.DEFAULT_MIN_P),
+                "repetition_penalty": run.get("repetition_penalty", S.DEFAULT_REPETITION_PENALTY),
+                "max_pixels": run.get("max_pixels") or None, "video_mode": bool(run.get("video_mode", False))}
+    return {k: (getattr(args, k) if getattr(args, k, None) is not None else v) for k, v in defaults.items()}
+
+
+def _prompt_cfg(args, run_config: dict | None = None):
     from mvp_core.model.prompt import PromptConfig
-    cfg = PromptConfig(video_mode=args.video_mode)
-    if args.max_pixels:
-        cfg.max_pixels = args.max_pixels
-    return cfg
+    st = settings(args, run_config)
+    return PromptConfig(video_mode=st["video_mode"], max_pixels=st["max_pixels"])
 
 
-def _gen_cfg(args, n: int, greedy: bool = False):
+def _gen_cfg(args, n: int, greedy: bool = False, run_config: dict | None = None):
     from mvp_core.model.rollout import GenConfig
-    return GenConfig(num_generations=n, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                     top_p=args.top_p, do_sample=not greedy, seed=args.seed)
+    st = settings(args, run_config)
+    return GenConfig(num_generations=n, max_new_tokens=int(st["max_new_tokens"]), temperature=st["temperature"],
+                     top_p=st["top_p"], top_k=int(st["top_k"]), min_p=st["min_p"],
+                     repetition_penalty=st["repetition_penalty"], do_sample=not greedy, seed=args.seed)
 
 
 def _rollout(args) -> int:
@@ -134,7 +196,8 @@ def _rollout(args) -> int:
     run_name = target.run_id or default_run_name(args)
     ck = "" if not target.run_id else f"-{target.checkpoint_id or 'base'}"
     out = Path(args.out) if args.out else data / "rollouts" / f"{run_name}{ck}.parquet"
-    model, processor = load_policy(target.model_path, dtype=args.dtype, device=args.device)
+    model, processor = load_policy(target.model_path, dtype=settings(args, target.run_config)["dtype"],
+                                   device=args.device)
     store = None if args.no_db else _rollout_store(args, data, run_name, records, target)
     file_done = set()
     if out.exists():
@@ -151,8 +214,8 @@ def _rollout(args) -> int:
         if store:
             store.add(new)
     try:
-        run_rollouts(model, processor, records, frame_loader(data), _prompt_cfg(args),
-                     _gen_cfg(args, args.num_generations), done=done, batch_puzzles=args.batch_puzzles,
+        run_rollouts(model, processor, records, frame_loader(data), _prompt_cfg(args, target.run_config),
+                     _gen_cfg(args, args.num_generations, run_config=target.run_config), done=done, batch_puzzles=args.batch_puzzles,
                      on_batch=on_batch, progress=True, stats=stats)
     except BaseException:
         # keep what was generated; a rerun resumes after it
@@ -187,10 +250,8 @@ def _rollout_store(args, data, run_name, records, target):
         return RolloutStore.for_checkpoint(Session, target.run_id, target.checkpoint_id, args.set, args.split)
     return RolloutStore(Session, run_name, model_path=str(Path(args.model).resolve()), set_name=args.set,
                         records=records if args.puzzles else None, split=args.split,
-                        config={"G": args.num_generations, "temperature": args.temperature,
-                                "top_p": args.top_p, "max_new_tokens": args.max_new_tokens,
-                                "set": args.set, "puzzles": args.puzzles, "seed": args.seed,
-                                "max_pixels": args.max_pixels, "video_mode": args.video_mode})
+                        config={"G": args.num_generations, **settings(args),
+                                "set": args.set, "puzzles": args.puzzles, "seed": args.seed})
 
 
 def _eval(args) -> int:
@@ -202,9 +263,10 @@ def _eval(args) -> int:
     records, data = load_puzzles(args)
     target = resolve_target(args, data)
     _set_threads(args)
-    model, processor = load_policy(target.model_path, dtype=args.dtype, device=args.device)
-    report = evaluate(model, processor, records, frame_loader(data), _prompt_cfg(args),
-                      _gen_cfg(args, 1, greedy=args.greedy), progress=True)
+    model, processor = load_policy(target.model_path, dtype=settings(args, target.run_config)["dtype"],
+                                   device=args.device)
+    report = evaluate(model, processor, records, frame_loader(data), _prompt_cfg(args, target.run_config),
+                      _gen_cfg(args, 1, greedy=args.greedy, run_config=target.run_config), progress=True)
     report["model"] = str(Path(target.model_path).resolve())
     if not args.no_db and (args.set or target.run_id):
         _store_eval(args, data, target, report)

@@ -32,23 +32,46 @@ def register(sub) -> None:
                    help="K extra distractors per puzzle from other videos of the run, matched by embedding")
     p.add_argument("--timeout", type=float, default=None,
                    help="fixed time limit per video in seconds (default: follows each video's probed duration)")
-    p.add_argument("--stall-timeout", type=float, default=20.0,
+    p.add_argument("--stall-timeout", type=float, default=30.0,
                    help="kill a worker that reports no decoding progress for this many seconds")
     p.add_argument("--retry-failed", action="store_true", help="retry files skipped by an earlier run")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
-    from tqdm import tqdm
+class _Tally:
+    """Stores each video's outcome and keeps the numbers for the summary."""
 
-    from db.engine import data_dir, open_db
-    from db.synth_store import file_key, previous, save_result, save_skip, write_jsonl
-    from mvp_core.synth.embed import EmbedderSpec
+    def __init__(self, Session_, params_key: str):
+        self.Session_, self.params_key = Session_, params_key
+        self.stats = {"done": 0, "skipped": 0, "already": 0, "puzzles": 0, "frames": 0, "rss": 0.0, "flat": 0}
+        self.skipped: list[str] = []
+        self.keys: dict[str, tuple] = {}
+
+    def skip(self, key: tuple, path, reason: str) -> None:
+        from db.synth_store import save_skip
+        save_skip(self.Session_, key, self.params_key, reason)
+        self.stats["skipped"] += 1
+        self.skipped.append(f"  SKIP {path}: {reason}")
+
+    def store(self, res) -> None:
+        from db.synth_store import save_result
+        added = save_result(self.Session_, self.keys[res.path], self.params_key, res)
+        st = self.stats
+        st["rss"] = max(st["rss"], res.peak_rss_mb)
+        if res.ok:
+            st["done"] += 1
+            st["puzzles"] += added
+            st["frames"] += res.n_frames_written
+            st["flat"] += res.n_flat
+        else:
+            st["skipped"] += 1
+            self.skipped.append(f"  SKIP {res.path}: {res.reason}")
+
+
+def _config(args):
     from mvp_core.synth.config import SynthConfig
-    from mvp_core.video.scan import scan
-
-    t0 = time.perf_counter()
+    from mvp_core.synth.embed import EmbedderSpec
     cfg = SynthConfig.from_values({   # validated: a bad setting is one line, before anything is written
         "fps": args.fps, "n": args.n, "m": args.m, "l": args.l, "kappa": args.kappa, "per_video": args.per_video,
         "seed": args.seed, "tail": args.tail, "hardness": args.hardness,
@@ -56,51 +79,48 @@ def run(args) -> int:
         "max_overlap": args.max_overlap, "cross_video": args.cross_video})
     if cfg.embedder.startswith("clip:"):
         EmbedderSpec.parse(cfg.embedder).build()  # fail fast, once, on a bad checkpoint path
-    data = data_dir(args.data)
-    data.mkdir(parents=True, exist_ok=True)
-    Session_ = open_db(args.db, data)
-    params_key = cfg.key()
+    return cfg
 
-    stats = {"done": 0, "skipped": 0, "already": 0, "puzzles": 0, "frames": 0, "rss": 0.0, "flat": 0}
-    skipped_lines: list[str] = []
-    todo: dict[str, tuple] = {}
+
+def _todo(args, tally: _Tally) -> None:
+    """The files to process (into tally.keys); refused and already handled ones are counted."""
+    from db.synth_store import file_key, previous
+    from mvp_core.video.scan import scan
     for c in scan(args.inputs):
         key = file_key(c.path)
-        with Session_() as s:
-            prev = previous(s, key, params_key)
+        with tally.Session_() as s:
+            prev = previous(s, key, tally.params_key)
         if prev is not None and (prev.status == "done" or not args.retry_failed):
-            stats["already"] += 1
-            continue
-        if c.skip_reason:
-            save_skip(Session_, key, params_key, c.skip_reason)
-            stats["skipped"] += 1
-            skipped_lines.append(f"  SKIP {c.path}: {c.skip_reason}")
-            continue
-        todo[str(c.path)] = key
+            tally.stats["already"] += 1
+        elif c.skip_reason:
+            tally.skip(key, c.path, c.skip_reason)
+        else:
+            tally.keys[str(c.path)] = key
 
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    from db.engine import data_dir, open_db
+    from db.synth_store import write_jsonl
+
+    t0 = time.perf_counter()
+    cfg = _config(args)
+    data = data_dir(args.data)
+    data.mkdir(parents=True, exist_ok=True)
+    tally = _Tally(open_db(args.db, data), cfg.key())
+    _todo(args, tally)
+    todo, stats = tally.keys, tally.stats
     bar = tqdm(total=len(todo), unit="video", desc="synth", disable=args.quiet or not todo, file=sys.stderr)
-
     held: list = []  # --cross-video: results wait for every video's donor frames (kept in memory)
 
     def on_result(res) -> None:
         if cfg.cross_video and res.ok:
             held.append(res)
         else:
-            _store(res)
+            tally.store(res)
         bar.update(1)
         bar.set_postfix(puzzles=stats["puzzles"], skipped=stats["skipped"])
-
-    def _store(res) -> None:
-        added = save_result(Session_, todo[res.path], params_key, res)
-        stats["rss"] = max(stats["rss"], res.peak_rss_mb)
-        if res.ok:
-            stats["done"] += 1
-            stats["puzzles"] += added
-            stats["frames"] += res.n_frames_written
-            stats["flat"] += res.n_flat
-        else:
-            stats["skipped"] += 1
-            skipped_lines.append(f"  SKIP {res.path}: {res.reason}")
 
     # largest files first: the long videos start early and the small ones fill in (fewer idle workers at the end)
     order = sorted(todo, key=lambda p: -todo[p][1])
@@ -115,14 +135,14 @@ def run(args) -> int:
         from mvp_core.synth.cross_video import add_cross_video
         add_cross_video(held, cfg, str(data))
         for res in sorted(held, key=lambda r: r.path):
-            _store(res)
+            tally.store(res)
     bar.close()
-    n_records = write_jsonl(Session_, data / "puzzles.jsonl")
+    n_records = write_jsonl(tally.Session_, data / "puzzles.jsonl")
     secs = time.perf_counter() - t0
     print(f"synth: {stats['done']} videos done, {stats['skipped']} skipped, {stats['already']} already handled; "
           f"{stats['puzzles']} new puzzles, {stats['frames']} frames, {stats['flat']} flat frames dropped; {secs:.1f} s"
           + (f"; peak worker memory {stats['rss']:.0f} MB" if stats["rss"] else ""))
-    for line in skipped_lines:
+    for line in tally.skipped:
         print(line)
     print(f"puzzles.jsonl: {data / 'puzzles.jsonl'} ({n_records} puzzles in the store)")
     return 0

@@ -86,12 +86,28 @@ class GRPOConfig(DocumentedConfig):
     max_completion_length: int = Field(256, ge=1, le=32_768, description="Most new tokens per completion.")
     temperature: float = Field(1.0, gt=0.0, le=10.0, description="Sampling temperature; log-probs use the "
                                                                  "same temperature (as TRL).")
-    top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus sampling mass.")
+    top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus sampling mass (1 = off).")
+    top_k: int = Field(0, ge=0, le=1_000_000, description=(
+        "Sample only from the k most likely tokens; 0 = off. Anything but 0 makes the sampler differ "
+        "from the distribution the log-probs describe (mvp_core/model/sampler.py)."))
+    min_p: float = Field(0.0, ge=0.0, lt=1.0, description="Drop tokens below min_p x the top probability; 0 = off.")
+    repetition_penalty: float = Field(1.0, gt=0.0, le=10.0, description=(
+        "Penalise tokens already present (1 = off). Set here, never inherited from a checkpoint's "
+        "generation_config (Qwen-VL Instruct ships 1.05)."))
     video_mode: bool = Field(False, description="Show the context frames as one video instead of separate "
                                                 "images (mvp_core.model.prompt).")
     max_pixels: int = Field(0, ge=0, le=100_000_000, description=(
         "Resize bound per image / video frame in pixels; 0 = the processor's default. Visual tokens per "
         "image ~ pixels / 784."))
+
+    # ---- held-out evaluation (mvp_core/grpo/heldout.py) ----------------------------------------
+    eval_puzzles: str = Field("", description="Held-out puzzles.jsonl (videos not trained on); empty = none.")
+    eval_data_dir: str = Field("", description="Frame directory of eval_puzzles; empty = its file's directory.")
+    eval_split: str = Field("", description="Use only eval_puzzles records of this split (e.g. val); empty = all.")
+    eval_steps: int = Field(0, ge=0, le=MAX_STEPS, description=(
+        "Answer the held-out puzzles greedily every this many steps (and at the end) and log eval_reward, "
+        "eval_exact, eval_format; 0 = only at the end."))
+    eval_limit: int = Field(0, ge=0, le=1_000_000, description="Evaluate at most this many held-out puzzles; 0 = all.")
 
     # ---- optimisation --------------------------------------------------------------------------
     learning_rate: float = Field(1e-6, ge=0.0, le=1.0, description="Peak AdamW learning rate (TRL default 1e-6).")

@@ -22,6 +22,7 @@ from mvp_core.grpo import batching, checkpoint, rewards
 from mvp_core.grpo import distributed as D
 from mvp_core.grpo.config import GRPOConfig
 from mvp_core.grpo.data import PuzzleSet
+from mvp_core.grpo.heldout import HeldOut
 from mvp_core.grpo.loss import entropy_from_logits, group_advantages, grpo_loss, selective_log_softmax
 from mvp_core.grpo.model_setup import load_model, make_optimizer, reference_model, resume_schedule, use_bf16
 from mvp_core.grpo.rundir import RunDir
@@ -111,6 +112,10 @@ def _train(cfg: GRPOConfig, resume: bool, on_step, info: D.DistInfo, stop: StopF
              f"{sum(p.numel() for p in model.parameters() if p.requires_grad) / 1e6:.2f}M trainable, "
              f"{info.world} process(es) on {info.device.type}, bf16={bf16}, {len(data)} puzzles")
 
+    # Held-out puzzles (videos not trained on), answered greedily every eval_steps (heldout.py).
+    # Rank 0 alone answers them; FSDP shards the weights across ranks, so there it is skipped.
+    heldout = HeldOut.from_config(cfg) if not (cfg.fsdp and info.enabled) else None
+
     # ---- the steps ---------------------------------------------------------------------------
     step = start_step
     last_metrics: dict = {}
@@ -127,11 +132,15 @@ def _train(cfg: GRPOConfig, resume: bool, on_step, info: D.DistInfo, stop: StopF
         ctx.timer["other"] += time.perf_counter() - t_log
         metrics = step_metrics(out, step, info, grad_norm=gn, lr=float(lr),
                                step_s=time.perf_counter() - t0, epoch=data.epoch_of(step, info.world))
+        stopping = D.any_rank(stop.set, info)
+        if heldout is not None and _eval_due(cfg, step, stopping):
+            if info.is_main:
+                metrics.update(heldout.evaluate(D.unwrap(train_model), processor))
+            D.barrier(info)
         log.metrics(step, metrics)
         last_metrics = metrics
         if on_step is not None:
             on_step(step, metrics)
-        stopping = D.any_rank(stop.set, info)
         if step % cfg.save_steps == 0 or step == cfg.max_steps or stopping:
             save(run, step, cfg, train_model, model, processor, optimizer, scheduler, info)
             log.info(f"checkpoint step {step}")
@@ -144,6 +153,11 @@ def _train(cfg: GRPOConfig, resume: bool, on_step, info: D.DistInfo, stop: StopF
         run.write_status(state="finished", step=step)
     log.info(f"finished at step {step}")
     return {"state": "finished", "step": step, "metrics": last_metrics, "run_dir": str(run.path)}
+
+
+def _eval_due(cfg, step: int, stopping: bool) -> bool:
+    every = cfg.eval_steps
+    return step == cfg.max_steps or stopping or (every > 0 and step % every == 0)
 
 
 class StepContext:

@@ -38,6 +38,8 @@ class RunLogger:
         line = (f"step {step}: reward {m['reward']:.3f} (std {m['reward_std']:.3f}) "
                 f"len {m['completion_length']:.1f} kl {m['kl']:.4f} loss {m['loss']:.4f} "
                 f"grad {m['grad_norm']:.3f} lr {m['lr']:.2e} {m['step_s']:.2f}s")
+        if "eval_reward" in m:
+            line += f" | eval reward {m['eval_reward']:.3f} exact {m['eval_exact']:.3f} format {m['eval_format']:.3f}"
         print(line, flush=True)
         self.run.log(line)
 

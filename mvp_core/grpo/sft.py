@@ -32,10 +32,19 @@ SFT_METRIC_FIELDS = ("step", "loss", "token_accuracy", "grad_norm", "lr", "step_
 
 
 def target_text(record: dict, style: str = "empty") -> str:
-    """The completion the model learns for a puzzle: DESIGN §3's answer format with the right labels."""
+    """The completion the model learns for a puzzle: the answer format with the right labels and
+    an empty think block, a one-sentence reasoning ("short"), or each frame's time ("times")."""
     labels = ", ".join(record["answer"])
     if style == "empty":
         return f"<think></think><answer>{labels}</answer>"
+    if style == "times":
+        # When each shown frame was taken (whole seconds): the context frames by number, then
+        # every option. The answer follows from these by comparison, so the model is taught to
+        # read time from each image first (a per-image skill, far easier to learn from scratch).
+        s, m = record["mask"]["start"], record["mask"]["length"]
+        ctx = [f"{i + 1}:{int(f['t'])}" for i, f in enumerate(record["frames"]) if not s <= i < s + m]
+        opts = [f"{o['label']}:{int(o['t'])}" for o in record["options"]]
+        return f"<think>{' '.join(ctx + opts)}</think><answer>{labels}</answer>"
     s, m = record["mask"]["start"], record["mask"]["length"]
     n = len(record["frames"])
     where = f"between frame {s} and frame {s + m + 1}" if s + m < n else f"after frame {s}"

@@ -22,9 +22,10 @@ class SFTConfig(DocumentedConfig):
     output_dir: str = Field("runs/sft", description="Run directory (config.yaml, metrics.jsonl, checkpoints/, "
                                                     "stdout.log, status.json).")
     seed: int = Field(0, ge=0, description="Seed of the data order and of new weights (LoRA).")
-    target: Literal["empty", "short"] = Field(
+    target: Literal["empty", "short", "times"] = Field(
         "empty", description="Completion the model learns: 'empty' = <think></think><answer>labels</answer>; "
-                             "'short' = a one-sentence reasoning made from the puzzle in the think block.")
+                             "'short' = a one-sentence reasoning made from the puzzle in the think block; "
+                             "'times' = the time (s) of every shown frame and option in the think block.")
 
     # ---- length of the run and checkpoints -----------------------------------------------------
     max_steps: int = Field(100, ge=1, le=10_000_000, description="Optimizer steps to run.")

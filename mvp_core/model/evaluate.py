@@ -38,13 +38,16 @@ def _terms(t) -> dict:
 
 
 def evaluate(model, processor, records: list, load_frame, pcfg: PromptConfig | None = None,
-             gcfg: GenConfig | None = None, progress: bool = False, baselines: bool = True) -> dict:
+             gcfg: GenConfig | None = None, progress: bool = False, baselines: bool = True,
+             batch_puzzles: int = 8) -> dict:
     """The report: {"n_puzzles", "systems", "groups": {group: {"n", "chance_exact", system: {terms}}},
     "picked_kinds", "puzzles": [...], "timing"}. Groups: "all", "kind:<k>", "hardness:<h>"."""
     puzzles = [r if isinstance(r, Puzzle) else Puzzle.from_dict(r) for r in records]
     gcfg = replace(gcfg or GenConfig(do_sample=False), num_generations=1)
     stats = RolloutStats()
-    rows = run_rollouts(model, processor, puzzles, load_frame, pcfg, gcfg, progress=progress, stats=stats)
+    # one answer per puzzle: batch puzzles per generate call (left-padded; greedy answers)
+    rows = run_rollouts(model, processor, puzzles, load_frame, pcfg, gcfg, progress=progress, stats=stats,
+                        batch_puzzles=batch_puzzles)
     by_id = {r["puzzle_id"]: r for r in rows}
     per_system: dict[str, list[dict]] = {"model": [{k: by_id[p.id][k] for k in TERMS} for p in puzzles]}
     solved = solver_answers(puzzles, load_frame) if baselines else {}

@@ -68,7 +68,7 @@ def video_layout(pz: Puzzle, temporal_patch: int = 2) -> tuple[list, int]:
     gap padded by repeating the last of them to a multiple of `temporal_patch`, and the frames after
     it padded at the end the same way (the processor would repeat the last frame anyway)."""
     before, after = list(pz.context_before), list(pz.context_after)
-    pad = lambda fs: fs + [fs[-1]] * (-len(fs) % temporal_patch) if fs else fs  # noqa: E731
+    pad = lambda fs: fs + [fs[-1]] * (-len(fs) % temporal_patch) if fs else fs
     before = pad(before)
     return before + pad(after), len(before)
 
@@ -91,7 +91,7 @@ def render_messages(puzzle, cfg: PromptConfig | None = None) -> list[dict]:
             parts.append({"type": "text", "text": s})
 
     if cfg.video_mode:
-        frames, n_before = video_layout(pz, cfg.temporal_patch)
+        frames, _ = video_layout(pz, cfg.temporal_patch)
         t0 = frames[0].t
         n_shown = len(pz.context_before) + len(pz.context_after)
         text(f"This video shows {n_shown} frames of a clip in temporal order. "
@@ -177,8 +177,7 @@ def _size_kwargs(cfg: PromptConfig, processor) -> dict:
     base = processor.image_processor.size
     size = {"shortest_edge": cfg.min_pixels or base["shortest_edge"],
             "longest_edge": cfg.max_pixels or base["longest_edge"]}
-    if size["shortest_edge"] > size["longest_edge"]:
-        size["shortest_edge"] = size["longest_edge"]
+    size["shortest_edge"] = min(size["shortest_edge"], size["longest_edge"])
     return {"images_kwargs": {"size": size}, "videos_kwargs": {"size": size}}
 
 

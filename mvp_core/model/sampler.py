@@ -66,8 +66,8 @@ def generation_config(s: SamplerSettings, model, **token_overrides):
         return GenerationConfig(do_sample=True, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k,
                                 min_p=s.min_p or None, typical_p=1.0, epsilon_cutoff=0.0, eta_cutoff=0.0,
                                 **common)
-    # greedy: the neutral values, so no sampling flag is reported as "set but unused"
-    return GenerationConfig(do_sample=False, temperature=1.0, top_p=1.0, top_k=0, **common)
+    # greedy: sampling flags unset (the neutral generation_config has none to fill them from)
+    return GenerationConfig(do_sample=False, **common)
 
 
 @contextmanager

@@ -72,38 +72,69 @@ class TinyConfig:
     # Image resize bounds in pixels: <= 112x112 keeps every image at most 16 visual tokens.
     min_pixels: int = 56 * 56
     max_pixels: int = 112 * 112
+    # Merge across spaces, on a corpus holding the MVP prompt's exact sentences: the fixed prompt
+    # text becomes a handful of tokens (185 -> ~50 tokens per 4-frame puzzle), which is what makes
+    # training on 2 CPU cores affordable. Off for the test preset (its prompts stay word-level).
+    phrase_tokens: bool = False
 
 
 # Named shapes for `mvp tiny-model --preset NAME`.
 #   test:  the 0.1 s model of the tests and the demo's random baseline (~1.2M parameters).
 #   learn: big enough to learn the generated puzzles (docs/model.md, "Tiny presets") on 2 CPU
 #          cores in minutes: LLM 192 wide x 4 layers, vision 96 wide x 2 blocks, images <= 56x56
-#          px (4 visual tokens each), ~3.5M parameters.
+#          px (4 visual tokens each), phrase-level tokens, ~2.4M parameters.
 PRESETS = {
     "test": TinyConfig(),
-    "learn": TinyConfig(hidden=192, layers=4, heads=4, kv_heads=2, vision_depth=2, vision_hidden=96,
-                        min_pixels=56 * 56, max_pixels=56 * 56),
+    "learn": TinyConfig(vocab_size=2048, hidden=192, layers=4, heads=4, kv_heads=2, vision_depth=2,
+                        vision_hidden=96, min_pixels=56 * 56, max_pixels=56 * 56, phrase_tokens=True),
 }
 
 
+def _prompt_phrases() -> list[str]:
+    """The default prompt's fixed sentences for N = 3..12 frames and m = 1..6 masked (prompt.py)."""
+    from mvp_core.model.prompt import PromptConfig, example_answer
+    out = [f"Frame {i}: " for i in range(1, 13)] + [f"Option {c}: " for c in "ABCDEFGHIJKLMNOP"]
+    for n in range(3, 13):
+        for m in range(1, 7):
+            out.append(f"These are {n} frames of a video in temporal order. "
+                       f"{m} consecutive frames are masked and marked [MASKED].\n")
+    out += [PromptConfig().instruction.format(m=m, example=example_answer(m)) for m in range(1, 7)]
+    return out
+
+
 def build_tokenizer(cfg: TinyConfig | None = None):
-    """Train a byte-level BPE on `_CORPUS` and wrap it as a Qwen2Tokenizer with Qwen's specials."""
+    """Train a byte-level BPE on `_CORPUS` and wrap it with Qwen's specials and chat template:
+    a Qwen2Tokenizer (word-level pre-tokenizer, as Qwen's), or with `phrase_tokens` a generic
+    fast tokenizer that keeps the trained cross-word merges (Qwen2Tokenizer would reinstate
+    its own word-splitting pre-tokenizer on reload)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import Qwen2Tokenizer
+    from transformers import PreTrainedTokenizerFast, Qwen2Tokenizer
 
     cfg = cfg or TinyConfig()
     bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=not cfg.phrase_tokens)
+    if cfg.phrase_tokens:
+        # Tags, answer labels and ", " stay their own pieces: every answer is the same token
+        # pattern (<answer> C , A </answer>), whatever the labels.
+        from tokenizers import Regex
+        bpe.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(r"<[^<>]*>|[A-Z](?=,|<|$)|, "), behavior="isolated"),
+            bpe.pre_tokenizer])
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=cfg.vocab_size, special_tokens=SPECIALS, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    bpe.train_from_iterator(_CORPUS * 20, trainer)
-    spec = json.loads(bpe.to_str())
-    vocab, merges = spec["model"]["vocab"], spec["model"]["merges"]
-    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in merges]
-    tok = Qwen2Tokenizer(vocab=vocab, merges=merges, unk_token="<|endoftext|>", eos_token="<|im_end|>",
-                         pad_token="<|endoftext|>")
-    tok.add_special_tokens({"additional_special_tokens": SPECIALS[1:]})
+    corpus = _CORPUS + (_prompt_phrases() if cfg.phrase_tokens else [])
+    bpe.train_from_iterator(corpus * 20, trainer)
+    if cfg.phrase_tokens:
+        tok = PreTrainedTokenizerFast(tokenizer_object=bpe, unk_token="<|endoftext|>", eos_token="<|im_end|>",
+                                      pad_token="<|endoftext|>", additional_special_tokens=SPECIALS[1:])
+    else:
+        spec = json.loads(bpe.to_str())
+        vocab, merges = spec["model"]["vocab"], spec["model"]["merges"]
+        merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in merges]
+        tok = Qwen2Tokenizer(vocab=vocab, merges=merges, unk_token="<|endoftext|>", eos_token="<|im_end|>",
+                             pad_token="<|endoftext|>")
+        tok.add_special_tokens({"additional_special_tokens": SPECIALS[1:]})
     tok.chat_template = CHAT_TEMPLATE
     # Left padding: batched generation appends new tokens on the right of every row.
     tok.padding_side = "left"

@@ -99,7 +99,7 @@ def guard_check(puzzles: list[Puzzle], feats: FeatureCache) -> dict:
             counts["other_embedder"] += 1
             continue
         kappa = float(p.params["kappa"])
-        E = lambda uris: np.stack([feats.embedding(u) for u in uris])  # noqa: E731
+        E = lambda uris: np.stack([feats.embedding(u) for u in uris])
         T = E([o.uri for o in p.options if o.kind == "target"])
         D = E([o.uri for o in p.options if o.kind != "target"])
         S = E([f.uri for i, f in enumerate(p.frames) if not (p.mask.start <= i < p.mask.start + p.mask.length)])
@@ -120,8 +120,8 @@ def _mean(xs: list[float]) -> float:
 
 
 def format_table(report: dict) -> str:
-    lines = [f"shortcut audit over {report['n_puzzles']} puzzles (flag: exact above "
-             f"{report['flag_factor']:g}x chance at the lower 95% bound)",
+    lines = [(f"shortcut audit over {report['n_puzzles']} puzzles (flag: exact above "
+              f"{report['flag_factor']:g}x chance at the lower 95% bound)"),
              f"{'group':<26}{'n':>5}  {'solver':<18}{'reward [95% CI]':>24}{'exact [95% CI]':>24}  flag"]
     for g, r in report["groups"].items():
         lines.append(f"{g:<26}{r['n']:>5}  {'(chance exact)':<18}{'':>24}{r['chance_exact']:>24.4f}")

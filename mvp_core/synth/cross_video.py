@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from mvp_core.puzzle import LABELS, stable_id
+from mvp_core.synth.config import SynthConfig
 from mvp_core.synth.job import VideoResult
-from mvp_core.synth.plan import SynthConfig
 from mvp_core.video.frames import FrameStore
 
 

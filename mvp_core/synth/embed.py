@@ -132,7 +132,7 @@ class EmbedderSpec:
     path: str = ""
 
     @classmethod
-    def parse(cls, text: str) -> "EmbedderSpec":
+    def parse(cls, text: str) -> EmbedderSpec:
         from mvp_core.errors import UserError
         kind, _, path = text.partition(":")
         if kind == "pixel" and not path:

@@ -13,21 +13,22 @@ from __future__ import annotations
 
 import resource
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from mvp_core.errors import VideoError
 from mvp_core.puzzle import LABELS, SYNTH_VERSION, Frame, Mask, Option, Puzzle, VideoInfo, stable_id
+from mvp_core.synth.config import SynthConfig
 from mvp_core.synth.embed import EmbedderSpec, decode_jpeg, is_flat
-from mvp_core.synth.plan import Layout, SynthConfig, count_keyframes, plan_puzzles
+from mvp_core.synth.plan import Layout, count_keyframes, plan_puzzles
 from mvp_core.video.decode import check_file, file_sha256, iter_frames, native_fps, pick_indices, probe, sample_times
 from mvp_core.video.frames import FrameStore, encode_jpeg
 
 EMBED_BATCH = 32
-PROGRESS_EVERY = 8      # decoded frames between progress reports
+PROGRESS_EVERY = 1      # sampled frames between progress reports (the worker throttles to 2 per second)
 DONORS_PER_VIDEO = 32   # frames (evenly spaced) a video offers other videos' puzzles as cross-video distractors
 # Time limit per file from its probed size: LIMIT_BASE_S + LIMIT_SAFETY x the expected work (generous:
 # a hang is caught sooner by the no-progress watchdog; this bounds a decode that crawls), where

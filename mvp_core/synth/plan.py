@@ -94,10 +94,10 @@ def mine_distractors(S: np.ndarray, seq: list[int], mask_start: int, cfg: SynthC
         if len(cands) < cfg.l:                  # a sparse neighbourhood: widen to the whole video
             cands = np.flatnonzero(allowed)
         cands = cands[np.argsort(-hardness[cands], kind="stable")]
-        kind_of = lambda c: "neighbor" if window[c] else "neighbor_widened"  # noqa: E731
+        kind_of = lambda c: "neighbor" if window[c] else "neighbor_widened"
     else:
         cands = rng.permutation(np.flatnonzero(allowed))
-        kind_of = lambda c: "random"  # noqa: E731
+        kind_of = lambda c: "random"
     chosen: list[int] = []
     for c in cands:
         if all(S[c, d] < kappa for d in chosen):

@@ -8,10 +8,10 @@ flight so each task's deadline is measured from about when it starts; an overdue
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
-from mvp_core.synth.job import VideoResult, process_video
 from mvp_core.synth.config import SynthConfig
+from mvp_core.synth.job import VideoResult, process_video
 
 
 def run_ray(paths: list[str], cfg: SynthConfig, data_dir: str, workers: int, timeout_s: float | None,

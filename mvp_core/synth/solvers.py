@@ -15,7 +15,7 @@ heuristic instead of the video (docs/SYNTHESIS.md "Shortcut audit").
 - brightness_trend: the same with mean brightness, extrapolated from a linear fit over all shown frames"""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 import multiprocessing as mp
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import wait
-from typing import Callable
 
-from mvp_core.synth.job import VideoResult, process_video
 from mvp_core.synth.config import SynthConfig
+from mvp_core.synth.job import VideoResult, process_video
 
-DEFAULT_STALL_S = 20.0       # no progress report for this long: the decode is hung
+DEFAULT_STALL_S = 30.0       # no progress report for this long: the decode is hung (generous: a loaded machine)
 UNKNOWN_DURATION_LIMIT_S = 600.0  # limit for a file whose container does not say how long it is
 PROGRESS_MIN_INTERVAL_S = 0.5     # the worker sends at most this often (and always on a phase change)
 
@@ -35,7 +35,7 @@ def _worker_main(conn, cfg: SynthConfig, data_dir: str) -> None:
             return
         last = [0.0, ""]
 
-        def progress(info: dict) -> None:
+        def progress(info: dict, last: list = last) -> None:
             now = time.monotonic()
             if info.get("phase") != last[1] or now - last[0] >= PROGRESS_MIN_INTERVAL_S:
                 last[:] = [now, info.get("phase", "")]

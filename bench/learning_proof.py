@@ -1,0 +1,202 @@
+"""The learning proof: does SFT then GRPO teach a model to solve MVP puzzles from videos it never
+trained on? Runs the project's real commands end to end, each as its own process:
+
+  mvp make-videos (when no videos are given) -> split by video -> mvp synth (train, test)
+  -> mvp tiny-model --preset learn -> mvp sft -> mvp train (GRPO from the SFT checkpoint)
+  -> mvp eval (base, sft, grpo) on the held-out test puzzles
+
+and prints one table on the test puzzles: chance, the shortcut audit's solvers, base, sft, grpo,
+exact match and mean reward with 95% bootstrap intervals over videos, and GRPO minus SFT (paired).
+REPORT.json holds the same table; a PNG plots training and held-out reward against step.
+
+    python bench/learning_proof.py --out REPORT.json                 # generated videos
+    python bench/learning_proof.py --videos DIR --out REPORT.json    # 80/20 split by video, seeded
+    python bench/learning_proof.py --train DIR --test DIR --out REPORT.json
+
+`--budget-min` caps the wall time: each trainer gets a share and is stopped with SIGTERM when its
+share is spent (it saves a checkpoint and exits cleanly; the proof goes on with that checkpoint)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+VIDEO_EXT = {".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v"}
+# Shares of the budget: SFT, GRPO; the rest is synthesis and the three evaluations.
+SFT_SHARE, GRPO_SHARE = 0.40, 0.40
+
+
+def mvp(*args, env=None, deadline: float | None = None, log: Path | None = None) -> int:
+    """Run `mvp ARGS` to completion, or SIGTERM it at `deadline` (then wait for its clean exit)."""
+    cmd = [sys.executable, "-m", "app.cli", *map(str, args)]
+    print("$ mvp " + " ".join(map(str, args)), flush=True)
+    out = open(log, "a") if log else None
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out or None, stderr=subprocess.STDOUT if out else None)
+    stopped = False
+    try:
+        while proc.poll() is None:
+            if deadline is not None and time.time() > deadline:
+                print("  time share spent: stopping it (SIGTERM), it saves a checkpoint", flush=True)
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=600)
+                stopped = True
+                break
+            time.sleep(0.5)
+    finally:
+        if out:
+            out.close()
+    if proc.returncode != 0 and not stopped:
+        raise SystemExit(f"mvp {args[0]} failed (exit {proc.returncode}); see {log or 'above'}")
+    return proc.returncode
+
+
+def split_videos(args, work: Path, env) -> tuple[list[Path], list[Path]]:
+    if args.train or args.test:
+        if not (args.train and args.test):
+            raise SystemExit("--train and --test go together")
+        return _videos(Path(args.train)), _videos(Path(args.test))
+    src = Path(args.videos) if args.videos else work / "videos"
+    if not args.videos:
+        mvp("make-videos", src, "--n", args.n_videos, "--seed", args.seed, env=env)
+    import numpy as np
+    files = _videos(src)
+    if len(files) < 2:
+        raise SystemExit(f"{src}: need at least 2 videos to split by video")
+    perm = np.random.default_rng(args.seed).permutation(len(files))
+    n_test = max(1, int(round(0.2 * len(files))))
+    return [files[i] for i in sorted(perm[n_test:])], [files[i] for i in sorted(perm[:n_test])]
+
+
+def _videos(d: Path) -> list[Path]:
+    if not d.is_dir():
+        raise SystemExit(f"{d} is not a folder of videos")
+    files = sorted(p.resolve() for p in d.rglob("*") if p.suffix.lower() in VIDEO_EXT and p.is_file())
+    if not files:
+        raise SystemExit(f"{d} holds no videos")
+    return files
+
+
+def synth(files: list[Path], data: Path, args, env) -> Path:
+    jsonl = data / "puzzles.jsonl"
+    if not jsonl.is_file():
+        mvp("synth", *files, "--data", data, "--db", f"sqlite:///{data / 'mvp.sqlite'}", "--n", args.n,
+            "--m", args.m, "--l", args.l, "--per-video", args.per_video, "--seed", args.seed, "--quiet", env=env)
+    n = sum(1 for line in jsonl.read_text().splitlines() if line.strip())
+    if n == 0:
+        raise SystemExit(f"synthesis made no puzzles in {data}")
+    return jsonl
+
+
+def latest_checkpoint(run: Path) -> Path:
+    from mvp_core.grpo.rundir import RunDir
+    latest = RunDir(run).latest_checkpoint()
+    if latest is None:
+        raise SystemExit(f"{run} has no checkpoint")
+    return latest[1]
+
+
+def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end: float) -> dict[str, Path]:
+    if args.models_from:           # evaluate the models another proof trained on new test videos
+        src = Path(args.models_from)
+        return {"base": src / "base", "sft": latest_checkpoint(src / "sft"), "grpo": latest_checkpoint(src / "grpo"),
+                "_sft_run": src / "sft", "_grpo_run": src / "grpo"}
+    base = work / "base"
+    if not (base / "config.json").is_file():
+        mvp("tiny-model", base, "--preset", "learn", "--seed", args.seed, env=env)
+    heldout = [f"eval_puzzles={test_jsonl}", f"eval_limit={args.eval_limit}"]
+    sft = work / "sft"
+    budget = t_end - time.time()
+    if not (sft / "status.json").is_file() or json.loads((sft / "status.json").read_text())["state"] != "finished":
+        mvp("sft", ROOT / "configs/proof-sft.yaml", f"model={base}", f"puzzles={train_jsonl}", f"output_dir={sft}",
+            f"max_steps={args.sft_steps}", f"seed={args.seed}", *heldout,
+            *(["--resume"] if (sft / "config.yaml").is_file() else []),
+            env=env, deadline=time.time() + budget * SFT_SHARE / (SFT_SHARE + GRPO_SHARE + 0.2), log=work / "sft.log")
+    sft_ckpt = latest_checkpoint(sft)
+    grpo = work / "grpo"
+    budget = t_end - time.time()
+    if not (grpo / "status.json").is_file() or json.loads((grpo / "status.json").read_text())["state"] != "finished":
+        mvp("train", ROOT / "configs/proof-grpo.yaml", f"model={sft_ckpt}", f"puzzles={train_jsonl}",
+            f"output_dir={grpo}", f"max_steps={args.grpo_steps}", f"seed={args.seed}", *_grpo_heldout(heldout),
+            *(["--resume"] if (grpo / "config.yaml").is_file() else []),
+            env=env, deadline=time.time() + budget * GRPO_SHARE / (GRPO_SHARE + 0.2), log=work / "grpo.log")
+    return {"base": base, "sft": sft_ckpt, "grpo": latest_checkpoint(grpo), "_sft_run": sft, "_grpo_run": grpo}
+
+
+def _grpo_heldout(heldout: list[str]) -> list[str]:
+    """GRPO's held-out settings where its config has them."""
+    from mvp_core.grpo.config import GRPOConfig
+    names = getattr(GRPOConfig, "model_fields", None) or getattr(GRPOConfig, "__dataclass_fields__", {})
+    return heldout if "eval_puzzles" in names else []
+
+
+def evaluate_all(models: dict[str, Path], test_jsonl: Path, work: Path, env) -> dict[str, dict]:
+    reports = {}
+    for name in ("base", "sft", "grpo"):
+        out = work / "eval" / f"{name}.json"
+        if not out.is_file():
+            mvp("eval", "--model", models[name], "--puzzles", test_jsonl, "--out", out, "--no-db",
+                "--threads", "1", "--max-new-tokens", 32, env=env, log=work / "eval.log")
+        reports[name] = json.loads(out.read_text())
+    return reports
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--videos", help="one folder of videos, split 80/20 by video (seeded)")
+    p.add_argument("--train", help="folder of training videos (with --test)")
+    p.add_argument("--test", help="folder of held-out videos (with --train)")
+    p.add_argument("--work", default=str(ROOT / ".cache" / "learning_proof"), help="working directory (reused)")
+    p.add_argument("--out", default=None, help="REPORT.json path (default WORK/REPORT.json)")
+    p.add_argument("--budget-min", type=float, default=30.0, help="wall-time budget in minutes (default 30)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n-videos", type=int, default=150, help="videos to generate without --videos/--train")
+    p.add_argument("--per-video", type=int, default=4)
+    p.add_argument("--n", type=int, default=4, help="keyframes per puzzle")
+    p.add_argument("--m", type=int, default=2, help="masked frames")
+    p.add_argument("--l", type=int, default=2, help="distractors")
+    p.add_argument("--sft-steps", type=int, default=400)
+    p.add_argument("--grpo-steps", type=int, default=200)
+    p.add_argument("--models-from", help="skip training: evaluate the base/sft/grpo models of this earlier "
+                                         "proof's work directory on this run's test videos")
+    p.add_argument("--eval-limit", type=int, default=60, help="held-out puzzles evaluated during training")
+    args = p.parse_args(argv)
+    t0 = time.time()
+    t_end = t0 + 60 * args.budget_min
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+
+    train_files, test_files = split_videos(args, work, env)
+    if args.models_from and args.videos:
+        train_files, test_files = [], train_files + test_files    # every video is new to those models
+    if set(train_files) & set(test_files):
+        raise SystemExit("a video is in both the train and the test folder")
+    train_jsonl = synth(train_files, work / "train", args, env) if train_files else None
+    test_jsonl = synth(test_files, work / "test", args, env)
+    models = train_all(args, work, train_jsonl, test_jsonl, env, t_end)
+    reports = evaluate_all(models, test_jsonl, work, env)
+
+    from bench.learning_stats import plot, report, system_scores, table
+    from mvp_core.puzzle import Puzzle
+    puzzles = [Puzzle.from_dict(json.loads(x)) for x in test_jsonl.read_text().splitlines() if x.strip()]
+    rep = report(puzzles, system_scores(puzzles, reports), args.seed)
+    rep.update(n_train_videos=len(train_files), n_test_videos_given=len(test_files),
+               wall_s=round(time.time() - t0, 1), checkpoints={k: str(v) for k, v in models.items()})
+    png = plot({"sft": models["_sft_run"], "grpo": models["_grpo_run"]}, work / "learning_curves.png")
+    rep["plot"] = str(png) if png else None
+    out = Path(args.out) if args.out else work / "REPORT.json"
+    out.write_text(json.dumps(rep, indent=2))
+    print(table(rep))
+    print(f"wall time {rep['wall_s'] / 60:.1f} min; report {out}" + (f"; plot {png}" if png else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
