@@ -3,6 +3,14 @@
 #   docker run --gpus all -p 7860:7860 -v mvp-data:/data mvp-studio
 # The data directory (SQLite database, frame store, clips, runs) lives on the /data volume;
 # set MVP_DATABASE_URL=postgresql+psycopg://... to keep the database elsewhere.
+# Serve it behind HTTPS (a reverse proxy terminating TLS): the session cookie is Secure
+# (MVP_SECURE_COOKIES=1 below, same as `mvp serve --secure-cookies`), and
+#   -e FORWARDED_ALLOW_IPS=<the proxy's address>
+# lets uvicorn take the client address (login throttling per address) and the scheme from the
+# proxy's X-Forwarded-For / X-Forwarded-Proto. For a plain-HTTP trial on one machine:
+#   docker run ... -e MVP_SECURE_COOKIES=0 mvp-studio
+# Backups while it runs: docker exec <container> mvp db backup /data/backup-$(date +%F).sqlite
+# (PostgreSQL: pg_dump; see docs/store.md, "Backups").
 FROM nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04
 
 ENV DEBIAN_FRONTEND=noninteractive \
@@ -10,6 +18,7 @@ ENV DEBIAN_FRONTEND=noninteractive \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     MVP_DATA_DIR=/data \
+    MVP_SECURE_COOKIES=1 \
     GRADIO_ANALYTICS_ENABLED=False
 
 # Python 3.11 (the version the project pins its wheels for) from the deadsnakes PPA.

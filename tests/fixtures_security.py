@@ -56,12 +56,13 @@ class Server:
         self.url = f"http://127.0.0.1:{port}"
         self.proc = None
 
-    def start(self, timeout: float = 120) -> "Server":
+    def start(self, timeout: float = 300) -> "Server":
         log = open(self.log_path, "a")
         self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--data", str(self.data),
                                       "--db", self.db_url, "--port", str(self.port), *self.extra],
                                      cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                     env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                                     env=dict(os.environ, PYTHONUNBUFFERED="1",
+                                              GRADIO_TEMP_DIR=str(self.data.parent / "gradio-tmp")))
         log.close()
         deadline = time.time() + timeout
         while True:
@@ -158,3 +159,23 @@ def sec_data(web_data, tmp_path_factory):
         (data / rel).parent.mkdir(parents=True, exist_ok=True)
         (data / rel).write_text(text)
     return data, url, Session
+
+
+PASSWORD = {f"cur{i:02d}": f"cur{i:02d}-password" for i in range(20)} | {"mallory": "mallory-password"}
+
+
+@pytest.fixture(scope="session")
+def sec_server(sec_data, tmp_path_factory):
+    """`mvp serve` on the security suite's own data directory."""
+    from fixtures_web import free_port
+    data, url, _ = sec_data
+    srv = Server(data, url, free_port(), data.parent / "serve.log").start()
+    yield srv
+    srv.stop()
+
+
+def puzzle_state(c: httpx.Client) -> dict:
+    """Load the curate page's state for this client (leases the next puzzle to its user)."""
+    r = c.post("/curate/api/load", json={})
+    assert r.status_code == 200, r.text
+    return r.json()["state"]

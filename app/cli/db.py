@@ -1,4 +1,4 @@
-"""`mvp db upgrade|current|import|set-overlap` and `mvp import`: the database by hand."""
+"""`mvp db upgrade|current|backup|import|set-overlap` and `mvp import`: the database by hand."""
 from __future__ import annotations
 
 import json
@@ -15,6 +15,11 @@ def register(sub) -> None:
     q = dsub.add_parser("current", help="print the schema revision of the database and of the code")
     add_db_args(q)
     q.set_defaults(func=_current)
+    q = dsub.add_parser("backup", help="a consistent copy of the database while the app runs "
+                                       "(SQLite: online backup API; PostgreSQL: pg_dump)")
+    q.add_argument("out", help="the backup file to write (must not exist)")
+    add_db_args(q)
+    q.set_defaults(func=_backup)
     q = dsub.add_parser("import", help="import a jsonl set export (same set, same hash)")
     _import_args(q)
     q = dsub.add_parser("set-overlap", help="how many decisive reviews each puzzle needs (k)")
@@ -38,6 +43,19 @@ def _upgrade(args) -> int:
     before = current_revision(engine)
     upgrade(engine)
     print(f"schema: {before or 'empty'} -> {current_revision(engine)}")
+    return 0
+
+
+def _backup(args) -> int:
+    from pathlib import Path
+
+    from db.backup import backup
+    from db.engine import database_url, make_engine
+    engine = make_engine(database_url(args.db, args.data))
+    try:
+        print(json.dumps(backup(engine, Path(args.out))))
+    finally:
+        engine.dispose()
     return 0
 
 

@@ -78,6 +78,7 @@ def _dispatch(act: CurateActions, Read: sessionmaker, uid: int, action: str, bod
         if not isinstance(labels, list) or not all(isinstance(x, str) and len(x) <= 4 for x in labels) \
                 or len(labels) > MAX_KEYS:
             raise UserError("bad request: labels must be a list of option labels")
+        _check_assigned(Read, uid, st)
         return act.answer(uid, st, labels, secs)
     if action == "verdict":
         v, note = body.get("verdict"), body.get("note") or ""

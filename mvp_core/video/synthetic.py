@@ -49,34 +49,23 @@ def _progress(n: int) -> np.ndarray:
 
 
 def _slide(frame: np.ndarray, p: float, params: dict, spec: VideoSpec) -> None:
-    s, k = spec.size, spec.object_size
-    travel = s - k
-    pos = int(round(p * travel))
-    along = pos if params["forward"] else travel - pos
-    across = params["across"]
-    y, x = (along, across) if params["vertical"] else (across, along)
+    k = spec.object_size
+    x = int(round(p * (spec.size - k)))
+    y = params["across"]
     frame[y:y + k, x:x + k] = 255
 
 
 def _grow(frame: np.ndarray, p: float, params: dict, spec: VideoSpec) -> None:
     s = spec.size
-    r0, r1 = 2.0, s * 0.45
-    r = r0 + (r1 - r0) * (p if params["forward"] else 1.0 - p)
+    r = 2.0 + (s * 0.45 - 2.0) * p
     yy, xx = np.mgrid[0:s, 0:s]
     d = np.sqrt((yy - s / 2 + 0.5) ** 2 + (xx - s / 2 + 0.5) ** 2)
     frame[np.abs(d - r) <= params["thin"] / 2] = 255
 
 
 def _fill(frame: np.ndarray, p: float, params: dict, spec: VideoSpec) -> None:
-    s, k = spec.size, params["thin"]
-    length = int(round(2 + p * (s - 2)))
-    a = params["across"]
-    if params["vertical"]:
-        rows = slice(s - length, s) if params["forward"] else slice(0, length)
-        frame[rows, a:a + k] = 255
-    else:
-        cols = slice(0, length) if params["forward"] else slice(s - length, s)
-        frame[a:a + k, cols] = 255
+    s, k, y = spec.size, params["thin"], params["across"]
+    frame[y:y + k, :int(round(2 + p * (s - 2)))] = 255
 
 
 _DRAW = {"slide": _slide, "grow": _grow, "fill": _fill}
@@ -88,9 +77,8 @@ def render(kind: str, seed: int, spec: VideoSpec | None = None) -> list[np.ndarr
         raise ValueError(f"kind must be one of {', '.join(KINDS)}")
     spec = spec or VideoSpec()
     rng = np.random.default_rng([seed, KINDS.index(kind)])
-    # Fixed directions (forward, horizontal): the arrow of time is the same in every video.
-    params = {"forward": True, "vertical": False,
-              "across": int(rng.integers(0, spec.size - spec.object_size + 1)),
+    # One fixed direction per kind: the arrow of time is the same in every video.
+    params = {"across": int(rng.integers(0, spec.size - spec.object_size + 1)),
               # thin objects: little pixel mass, so whole-frame similarity barely sees them
               "thin": max(2, spec.size // 20)}
     frames = []

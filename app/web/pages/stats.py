@@ -121,8 +121,14 @@ def build(ctx: WebContext) -> gr.Blocks:
                     df = dfs[q]
                     vals += [df.copy() if len(df) else None,   # the plot may change its frame
                              df if len(df) else pd.DataFrame({"note": ["no data yet"]})]
-                return [nav_html(ctx, request.username, PAGE), human_html(ctx), progress_frame(ctx), *vals]
-        demo.load(load, None, [nav, humans, status_plot, *widgets])
+                return [nav_html(ctx, request.username, PAGE), progress_frame(ctx), *vals]
+
+        def load_humans(request: gr.Request):       # its own event: the solvers read frames
+            with guard(ctx, request, PAGE):
+                return human_html(ctx)
+        demo.load(load, None, [nav, status_plot, *widgets])
+        demo.load(load_humans, None, [humans])
         stats_eval.include(ctx, demo)      # eval results per checkpoint (app/web/pages/stats_eval.py)
-        refresh.click(load, None, [nav, humans, status_plot, *widgets], api_name="stats")
+        refresh.click(load, None, [nav, status_plot, *widgets], api_name="stats")
+        refresh.click(load_humans, None, [humans], api_name="stats_humans")
     return demo
