@@ -194,6 +194,7 @@ def main() -> int:
             page.fill("#login-password", "rhea-pass-1")
             page.click("#login-submit")
             ro = rollouts_page(page, base, args.reloads, args.switches)
+            print(json.dumps({"rollouts": ro}), flush=True)        # kept if the train part fails
             tr = None
             if not args.no_train:
                 tr = train_point(page, base)
