@@ -1,8 +1,11 @@
-"""Read-only queries behind the rollouts page: runs, checkpoints, videos, puzzles and answer groups.
+"""Read-only queries behind the Rollouts page: which (run, checkpoint) pairs have answers, their
+videos and puzzles, one answer group with its reward terms and advantage.
 
-A run on a frozen set answered the set's records, whose options were re-lettered after rejected
-distractors were removed, so a group is always shown against the record the model actually saw:
-the set item's record when the run names a set, else the puzzle's own record."""
+A *source* is one model version's answers: the key "RUN_ID|CKPT" with CKPT "base" (the run's
+starting model, checkpoint NULL) or a checkpoint id, so any two checkpoints (of one run or of two)
+can be put side by side. A group is shown against the record the model actually saw: the set's
+re-lettered record named by the answers (or the run), else the puzzle's own record. The advantage
+is the training formula (mvp_core.grpo.loss.group_advantage_list), stored or computed."""
 from __future__ import annotations
 
 import json
@@ -15,50 +18,66 @@ from db.models import Puzzle, Video
 from db.models.curation import CuratedSet, SetItem
 from db.models.runs import Checkpoint, Rollout, Run
 
-BASE = "base"          # the checkpoint key of answers from the run's base model (checkpoint_id NULL)
+BASE = "base"
 ZERO_STD = 1e-9
 
 
-def ckpt_filter(key: str | None):
-    if key in (None, "", BASE):
-        return Rollout.checkpoint_id.is_(None)
-    return Rollout.checkpoint_id == int(key)
+def source_key(run_id: str, checkpoint_id: int | None) -> str:
+    return f"{run_id}|{BASE if checkpoint_id is None else checkpoint_id}"
 
 
-def runs(s: Session) -> list[tuple[str, str]]:
-    """(label, run id) for every run that has answers, newest first."""
-    q = (select(Run.id, Run.name, Run.kind, Run.model_path, func.count(Rollout.id))
-         .join(Rollout, Rollout.run_id == Run.id).group_by(Run.id, Run.name, Run.kind, Run.model_path)
-         .order_by(Run.created_at.desc()))
-    return [(f"{rid} · {kind} · {n} answers" + (f" · {name}" if name and name != rid else ""), rid)
-            for rid, name, kind, _m, n in s.execute(q)]
+def parse_source(key: str | None) -> tuple[str, int | None] | None:
+    if not key or "|" not in key:
+        return None
+    run_id, ck = key.rsplit("|", 1)
+    return run_id, (None if ck in ("", BASE) else int(ck))
 
 
-def run_info(s: Session, run_id: str) -> dict:
-    r = s.get(Run, run_id)
+def _where(src: tuple[str, int | None]):
+    run_id, ck = src
+    return (Rollout.run_id == run_id, Rollout.checkpoint_id.is_(None) if ck is None else Rollout.checkpoint_id == ck)
+
+
+def sources(s: Session) -> list[tuple[str, str]]:
+    """(label, key) of every run checkpoint with answers: newest run first, base then by step."""
+    q = (select(Run.id, Run.kind, Run.created_at, Rollout.checkpoint_id, Checkpoint.step, func.count(Rollout.id))
+         .join(Rollout, Rollout.run_id == Run.id).outerjoin(Checkpoint, Checkpoint.id == Rollout.checkpoint_id)
+         .group_by(Run.id, Run.kind, Run.created_at, Rollout.checkpoint_id, Checkpoint.step))
+    rows = sorted(s.execute(q), key=lambda r: (-r[2].timestamp(), r[0], -1 if r[4] is None else r[4]))
+    return [(f"{rid} · {'base model' if ck is None else f'step {step}'} · {kind} · {n} answers",
+             source_key(rid, ck)) for rid, kind, _t, ck, step, n in rows]
+
+
+def source_label(s: Session, key: str) -> str:
+    src = parse_source(key)
+    if src is None:
+        return ""
+    step = s.scalar(select(Checkpoint.step).where(Checkpoint.id == src[1])) if src[1] is not None else None
+    return f"{src[0]} · {'base model' if src[1] is None else f'step {step}'}"
+
+
+def run_info(s: Session, ref: str) -> dict:
+    """A run's facts, by run id or by source key; for a checkpoint's source key `model_path` is that
+    checkpoint's directory (the model whose answers are shown), `base_model_path` the run's."""
+    src = parse_source(ref)
+    r = s.get(Run, src[0] if src else ref)
     if r is None:
         return {}
-    return {"id": r.id, "name": r.name, "kind": r.kind, "model_path": r.model_path, "set_name": r.set_name,
-            "config": r.config or {}}
+    path = r.model_path
+    if src and src[1] is not None:
+        path = s.scalar(select(Checkpoint.path).where(Checkpoint.id == src[1])) or path
+    return {"id": r.id, "name": r.name, "kind": r.kind, "model_path": path, "base_model_path": r.model_path,
+            "set_name": r.set_name, "config": r.config or {}}
 
 
-def checkpoints(s: Session, run_id: str) -> list[tuple[str, str]]:
-    """(label, key) of the checkpoints of a run that have answers; the base model's key is BASE."""
-    ids = [c for (c,) in s.execute(select(distinct(Rollout.checkpoint_id)).where(Rollout.run_id == run_id))]
-    out = [("base model", BASE)] if None in ids else []
-    if any(c is not None for c in ids):
-        for cid, step in s.execute(select(Checkpoint.id, Checkpoint.step)
-                                   .where(Checkpoint.id.in_([c for c in ids if c is not None]))
-                                   .order_by(Checkpoint.step)):
-            out.append((f"step {step}", str(cid)))
-    return out
-
-
-def videos(s: Session, run_id: str, ckpt: str | None) -> list[tuple[str, str]]:
-    """(label, video id) of the videos whose puzzles this run/checkpoint answered."""
+def videos(s: Session, key: str) -> list[tuple[str, str]]:
+    """(label, video id) of the videos whose puzzles this source answered, by file name."""
+    src = parse_source(key)
+    if src is None:
+        return []
     q = (select(Video.id, Video.path, func.count(distinct(Rollout.puzzle_id)))
          .join(Puzzle, Puzzle.video_id == Video.id).join(Rollout, Rollout.puzzle_id == Puzzle.id)
-         .where(Rollout.run_id == run_id, ckpt_filter(ckpt)).group_by(Video.id, Video.path).order_by(Video.path))
+         .where(*_where(src)).group_by(Video.id, Video.path).order_by(Video.path))
     return [(f"{path.rsplit('/', 1)[-1]} ({n} puzzles)", vid) for vid, path, n in s.execute(q)]
 
 
@@ -79,10 +98,12 @@ class PuzzleSummary:
         return f"{self.puzzle_id} · G={self.n} · mean {self.mean:.3f} · std {self.std:.3f}{flag}"
 
 
-def puzzles(s: Session, run_id: str, ckpt: str | None, video_id: str) -> list[PuzzleSummary]:
+def puzzles(s: Session, key: str, video_id: str) -> list[PuzzleSummary]:
+    src = parse_source(key)
+    if src is None:
+        return []
     q = (select(Rollout.puzzle_id, Rollout.total).join(Puzzle, Puzzle.id == Rollout.puzzle_id)
-         .where(Rollout.run_id == run_id, ckpt_filter(ckpt), Puzzle.video_id == video_id)
-         .order_by(Rollout.puzzle_id))
+         .where(*_where(src), Puzzle.video_id == video_id).order_by(Rollout.puzzle_id))
     groups: dict[str, list[float]] = {}
     for pid, total in s.execute(q):
         groups.setdefault(pid, []).append(float(total))
@@ -97,33 +118,39 @@ def puzzles(s: Session, run_id: str, ckpt: str | None, video_id: str) -> list[Pu
     return out
 
 
-def record_seen(s: Session, run_id: str, puzzle_id: str) -> dict | None:
-    """The puzzle record the run's model answered (the set's re-lettered one when the run names a set)."""
-    run = s.get(Run, run_id)
-    if run is not None and run.set_name:
+def record_seen(s: Session, key: str, puzzle_id: str) -> dict | None:
+    """The puzzle record this source's model answered (the set's re-lettered one when known)."""
+    src = parse_source(key)
+    set_name = None
+    if src is not None:
+        set_name = s.scalar(select(Rollout.set_name).where(*_where(src), Rollout.puzzle_id == puzzle_id).limit(1))
+        if set_name is None:
+            run = s.get(Run, src[0])
+            set_name = run.set_name if run is not None else None
+    if set_name:
         rec = s.scalar(select(SetItem.record_json).join(CuratedSet, CuratedSet.id == SetItem.set_id)
-                       .where(CuratedSet.name == run.set_name, SetItem.puzzle_id == puzzle_id))
+                       .where(CuratedSet.name == set_name, SetItem.puzzle_id == puzzle_id))
         if rec:
             return json.loads(rec)
     row = s.get(Puzzle, puzzle_id)
     return json.loads(row.record_json) if row is not None else None
 
 
-def group(s: Session, run_id: str, ckpt: str | None, puzzle_id: str) -> list[dict]:
-    """The G answers, in sample order, with each reward term and the advantage. Where the run stored
-    no advantage, the one training computes for this group (`group_advantage_list`) is given, marked."""
+def group(s: Session, key: str, puzzle_id: str) -> list[dict]:
+    """The answers, in sample order, with each reward term and the advantage: the stored one (the
+    trainer's formula, written by `mvp rollout`), else the one training computes for this group
+    (`group_advantage_list`), marked."""
     from mvp_core.grpo.loss import group_advantage_list  # torch: imported when a page asks
-    rows = s.scalars(select(Rollout).where(Rollout.run_id == run_id, ckpt_filter(ckpt),
-                                           Rollout.puzzle_id == puzzle_id).order_by(Rollout.sample_index)).all()
+    src = parse_source(key)
+    if src is None:
+        return []
+    rows = s.scalars(select(Rollout).where(*_where(src), Rollout.puzzle_id == puzzle_id)
+                     .order_by(Rollout.sample_index)).all()
     computed_adv = group_advantage_list([r.total for r in rows])
-    out = []
-    for r, group_adv in zip(rows, computed_adv):
-        computed = r.advantage is None
-        adv = group_adv if computed else r.advantage
-        out.append({"sample": r.sample_index, "completion": r.completion, "chosen": list(r.chosen_labels or []),
-                    "format": r.format, "selection": r.selection, "order": r.order, "exact": r.exact,
-                    "total": r.total, "advantage": adv, "advantage_computed": computed})
-    return out
+    return [{"sample": r.sample_index, "completion": r.completion, "chosen": list(r.chosen_labels or []),
+             "format": r.format, "selection": r.selection, "order": r.order, "exact": r.exact,
+             "total": r.total, "advantage": a if r.advantage is None else r.advantage,
+             "advantage_computed": r.advantage is None} for r, a in zip(rows, computed_adv)]
 
 
 def fooled(record: dict, answers: list[dict]) -> list[dict]:
@@ -137,3 +164,9 @@ def fooled(record: dict, answers: list[dict]) -> list[dict]:
         out.append({"label": o["label"], "uri": o["uri"], "kind": o["kind"], "difficulty": o["difficulty"],
                     "chosen": k, "rate": k / n if n else 0.0})
     return sorted(out, key=lambda d: -d["rate"])
+
+
+def set_splits(s: Session, set_name: str) -> list[str]:
+    """The splits a frozen set's records carry (empty when it was frozen without splits)."""
+    from db.sets import load_set
+    return sorted({str(r["split"]) for r in load_set(s, set_name) if r.get("split")})

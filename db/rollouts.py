@@ -59,7 +59,7 @@ class RolloutStore:
 
     @classmethod
     def for_checkpoint(cls, Session: sessionmaker, run_id: str, checkpoint_id: int | None,
-                       set_name: str | None, split: str | None = None) -> "RolloutStore":
+                       set_name: str | None, split: str | None = None) -> RolloutStore:
         """Answers of an indexed run's checkpoint (None: its base model); the run must exist."""
         self = cls.__new__(cls)
         self.Session, self.run_id, self.checkpoint_id = Session, run_id, checkpoint_id

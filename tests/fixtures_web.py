@@ -114,7 +114,7 @@ def web_app(web_data):
                              "--host", "127.0.0.1", "--port", str(port)], cwd=ROOT, stdout=log,
                             stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
+    deadline = time.time() + 300     # the app imports for minutes on a loaded 2-core machine
     while True:
         try:
             urllib.request.urlopen(url + "/login", timeout=2)

@@ -1,8 +1,13 @@
 """The web app's job system without a browser: a launch with a wrong model is one clear line and
 leaves no run folder; a real `mvp train` launched through it can be stopped only by its launcher or
-an admin, and the stop takes the whole process group; job kinds are independent (one at a time
-each); tqdm progress is read from a job's log."""
+an admin, a fresh process (a restarted server) re-attaches to it, the stop takes the whole process
+group; job kinds are independent (one at a time each); tqdm progress is read from a job's log."""
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +15,7 @@ from app.web import jobs
 from mvp_core.errors import UserError
 
 SET = "jobs-set"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +24,7 @@ def job_env(web_data, tmp_path_factory, tiny_model_dir):
 
     from db.models import Puzzle
     from db.sets import list_sets, store_set
-    data, db_url, _outside, Session = web_data
+    data, _db_url, _outside, Session = web_data
     with Session() as s:
         if SET not in {x["name"] for x in list_sets(s)}:
             store_set(s, SET, list(s.scalars(select(Puzzle.record_json).order_by(Puzzle.id))), 0, 0, {})
@@ -45,6 +51,11 @@ def test_only_launcher_or_admin_stops_and_the_group_goes(job_env):
                       overrides=["max_steps=500", "max_completion_length=4"], user="rhea")
     try:
         assert jobs.active(data)["alive"] and jobs.group_pids(job["pgid"])
+        # a restarted server (a fresh process) re-attaches to the same run from the files
+        code = f"from app.web import jobs; j = jobs.active({str(data)!r}); print(j['pid'], j['alive'])"
+        out = subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT, capture_output=True, text=True, timeout=120,
+                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        assert out.stdout.split() == [str(job["pid"]), "True"], out.stderr
         with pytest.raises(UserError, match="a run is already going"):
             jobs.launch(data, Session, set_name=SET, model=str(model), yaml_text="", overrides=[], user="rhea")
         with pytest.raises(UserError, match="only rhea .* or an admin may stop it"):

@@ -9,7 +9,8 @@ from app.web.common import msg_html
 from app.web.pages.rollouts import group_html, run_html
 from app.web.templating import render
 
-RECORD = {"answer": ["C", "A"],
+RECORD = {"answer": ["C", "A"], "mask": {"start": 1, "length": 2},
+          "frames": [{"t": float(i), "uri": f"frames/ab/f{i}.jpg"} for i in range(4)],
           "options": [{"label": lab, "uri": f"frames/ab/{lab}.jpg", "kind": "target" if lab in "CA" else "neighbor",
                        "difficulty": 0.25} for lab in "ABCD"]}
 
@@ -23,11 +24,11 @@ def test_rollouts_group_escapes_model_text_and_shows_the_parsed_answer():
     evil = '<think><script>alert("x")</script> & more</think>< answer > B, <img src=x onerror=y> </ answer >'
     html = group_html(RECORD, [_answer(0, evil, ["B"], 0.1, computed=True), _answer(1, "plain", [], 0.0)],
                       'p1 · <b>"ckpt"</b>')
-    assert "<script>" not in html and "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; more" in html
+    assert "<script>" not in html and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; more" in html
     assert "<img src=x" not in html and "answer: B, &lt;img src=x onerror=y&gt;" in html   # spaced tags parsed
-    assert "<b>&#34;ckpt&#34;" not in html and "&lt;b&gt;&#34;ckpt&#34;&lt;/b&gt;" in html
+    assert "<b>&quot;ckpt&quot;" not in html and "&lt;b&gt;&quot;ckpt&quot;&lt;/b&gt;" in html
     assert html.count('class="mvp-answer-row"') == 2 and 'data-answers="2"' in html
-    assert 'src="/thumb/frames/ab/C.jpg"' in html and "-0.400*" not in html and "+0.400*" in html
+    assert 'src="/thumb/frames/ab/f0.jpg"' in html and "-0.400*" not in html and "+0.400*" in html
     assert "answer: (none)" in html and "<i>none</i>" in html and "data-zero-variance" not in html
 
 

@@ -189,9 +189,10 @@ def _rollout(args) -> int:
 
     if args.num_generations < 1:
         raise UserError("-G must be at least 1")
-    from app.cli.model_target import default_run_name, resolve_target
+    from app.cli.model_target import apply_run_settings, default_run_name, resolve_target
     records, data = load_puzzles(args)
     target = resolve_target(args, data)
+    apply_run_settings(args, target)
     _set_threads(args)
     run_name = target.run_id or default_run_name(args)
     ck = "" if not target.run_id else f"-{target.checkpoint_id or 'base'}"
@@ -255,13 +256,13 @@ def _rollout_store(args, data, run_name, records, target):
 
 
 def _eval(args) -> int:
+    from app.cli.model_target import apply_run_settings, resolve_target
     from mvp_core.model.evaluate import evaluate, markdown_report
     from mvp_core.model.policy import load_policy
     from mvp_core.model.rollout import frame_loader
-
-    from app.cli.model_target import resolve_target
     records, data = load_puzzles(args)
     target = resolve_target(args, data)
+    apply_run_settings(args, target)
     _set_threads(args)
     model, processor = load_policy(target.model_path, dtype=settings(args, target.run_config)["dtype"],
                                    device=args.device)

@@ -49,6 +49,15 @@ def resolve_target(args, data: Path) -> Target:
     return target
 
 
+def apply_run_settings(args, target: Target) -> None:
+    """A run's checkpoint is asked as it was trained: its image size and video mode, unless given."""
+    cfg = target.run_config
+    if getattr(args, "max_pixels", None) is None and cfg.get("max_pixels"):
+        args.max_pixels = int(cfg["max_pixels"])
+    if not getattr(args, "video_mode", False) and cfg.get("video_mode"):
+        args.video_mode = True
+
+
 def default_run_name(args) -> str:
     return args.name or f"rollout-{Path(args.model).resolve().name}"
 

@@ -26,6 +26,7 @@ from mvp_core.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]   # the repository root
 DEFAULT_CONFIG = ROOT / "configs" / "web.yaml"   # trains on the real MVP reward
+SFT_CONFIG = ROOT / "configs" / "web-sft.yaml"
 KINDS = ("train", "rollout", "eval", "synth")
 # Stop: SIGTERM, then SIGKILL after this long. A trainer saves its checkpoint between steps; one stuck
 # in a long generation (or ignoring SIGTERM) is killed, so Stop always ends a run within seconds.
@@ -96,6 +97,7 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
     from db.sets import snapshot_set
     from mvp_core.config import parse_overrides, parse_yaml_mapping
     from mvp_core.grpo.config import GRPOConfig
+    from mvp_core.grpo.sft_config import SFTConfig
 
     data_dir = Path(data_dir)
     if not set_name:
@@ -112,7 +114,7 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
         run_dir = data_dir / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{trainer}-{_slug(set_name)}"
         fixed = [f"model={model}", f"output_dir={run_dir}", f"puzzles={run_dir / 'puzzles.jsonl'}",
                  f"data_dir={data_dir}", f"set_name={set_name}"]
-        cfg = GRPOConfig.from_values(base, parse_overrides(overrides + fixed))
+        cfg = (SFTConfig if trainer == "sft" else GRPOConfig).from_values(base, parse_overrides(overrides + fixed))
         with Session() as s:     # refuses an empty or unknown set before writing anything
             snapshot_set(s, set_name, run_dir / "puzzles.jsonl")
         (run_dir / "launch.yaml").write_text(cfg.to_yaml())

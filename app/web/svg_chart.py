@@ -35,7 +35,7 @@ def line_chart(series: dict[str, list[tuple[float, float]]], *, title: str, elem
                dashed: tuple[str, ...] = (), empty: str = "no data yet") -> str:
     """One SVG with a polyline and a dot per point for each named series, a legend and axes.
     `y_range`: fixed bounds (None = from the data). Series named in `dashed` are drawn dashed."""
-    esc = lambda x: html.escape(str(x), quote=True)       # noqa: E731
+    esc = lambda x: html.escape(str(x), quote=True)
     pts = [(x, y) for s in series.values() for x, y in s if math.isfinite(x) and math.isfinite(y)]
     head = (f'<div class="mvp-chart" id="{esc(elem_id)}" data-points="{len(pts)}">'
             f'<svg viewBox="0 0 {W} {H}" width="100%" role="img" aria-label="{esc(title)}">'
@@ -51,8 +51,8 @@ def line_chart(series: dict[str, list[tuple[float, float]]], *, title: str, elem
         x0, x1 = x0 - 1, x1 + 1
     if y1 == y0:
         y0, y1 = y0 - (abs(y0) * 0.1 or 1), y1 + (abs(y1) * 0.1 or 1)
-    sx = lambda x: PAD_L + (x - x0) / (x1 - x0) * (W - PAD_L - PAD_R)      # noqa: E731
-    sy = lambda y: H - PAD_B - (y - y0) / (y1 - y0) * (H - PAD_T - PAD_B)  # noqa: E731
+    sx = lambda x: PAD_L + (x - x0) / (x1 - x0) * (W - PAD_L - PAD_R)
+    sy = lambda y: H - PAD_B - (y - y0) / (y1 - y0) * (H - PAD_T - PAD_B)
     out = [head]
     for t in _ticks(y0, y1):
         out.append(f'<line x1="{PAD_L}" x2="{W - PAD_R}" y1="{sy(t):.1f}" y2="{sy(t):.1f}" class="mvp-grid"/>'

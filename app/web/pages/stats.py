@@ -7,6 +7,7 @@ import gradio as gr
 import pandas as pd
 
 from app.web.common import WebContext, esc, guard, nav_html
+from app.web.pages import stats_eval
 
 PAGE = "stats"
 
@@ -127,6 +128,7 @@ def build(ctx: WebContext) -> gr.Blocks:
                 return human_html(ctx)
         demo.load(load, None, [nav, status_plot, *widgets])
         demo.load(load_humans, None, [humans])
+        stats_eval.include(ctx, demo)      # eval results per checkpoint (app/web/pages/stats_eval.py)
         refresh.click(load, None, [nav, status_plot, *widgets], api_name="stats")
         refresh.click(load_humans, None, [humans], api_name="stats_humans")
     return demo

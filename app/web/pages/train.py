@@ -10,6 +10,7 @@ names (app/web/jobs.py) and shows that run's settings in the form. Past runs, th
 overlaid, and each run's sampled completions are in app/web/pages/train_runs.py below the form."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import gradio as gr
@@ -23,7 +24,7 @@ PAGE = "train"
 REFRESH_S = 1.0
 TERMS = ("format", "selection", "order", "exact")
 EVAL_KEYS = ("eval_reward", "eval_exact", "eval_format")
-FORM_KEYS = ("reward", "max_steps", "num_generations", "learning_rate", "loss_type", "beta",
+FORM_KEYS = ("reward", "max_steps", "save_steps", "num_generations", "learning_rate", "loss_type", "beta",
              "max_completion_length")
 
 
@@ -33,10 +34,31 @@ def default_yaml() -> str:
     return documented_yaml(load_config(train_jobs.DEFAULT_CONFIG))
 
 
-def defaults() -> dict:
+def sft_yaml() -> str:
+    """configs/web-sft.yaml resolved, every SFT key with its description."""
+    import yaml
+
+    from mvp_core.grpo.sft_config import SFTConfig, load_sft_config
+    cfg = load_sft_config(train_jobs.SFT_CONFIG)
+    lines = []
+    for name, f in SFTConfig.model_fields.items():
+        lines.append(f"# {f.description}")
+        lines.append(f"{name}: {yaml.safe_dump(getattr(cfg, name), default_flow_style=True).strip().removesuffix('...').strip()}")
+    return "\n".join(lines) + "\n"
+
+
+def defaults(trainer: str = "grpo") -> dict:
+    """The form's values: configs/web.yaml (GRPO) or configs/web-sft.yaml (SFT: no GRPO-only keys)."""
+    if trainer == "sft":
+        from mvp_core.grpo.sft_config import load_sft_config
+        cfg = load_sft_config(train_jobs.SFT_CONFIG)
+        return {k: getattr(cfg, k, None) for k in FORM_KEYS}
     from mvp_core.grpo.config import load_config
     cfg = load_config(train_jobs.DEFAULT_CONFIG)
     return {k: getattr(cfg, k) for k in FORM_KEYS}
+
+
+GRPO_ONLY = ("reward", "num_generations", "loss_type", "beta")
 
 
 def sft_available() -> bool:
@@ -69,22 +91,20 @@ def job_settings(job: dict | None) -> dict | None:
 
 
 def charts(rows: list[dict]) -> tuple[str, str, str]:
-    """(reward and its terms + held-out eval, KL, step time) as SVG charts."""
-    series = {"reward": [(r["step"], r["reward"]) for r in rows if "reward" in r]}
-    for t in TERMS:
-        series[t] = [(r["step"], r[f"reward/{t}"]) for r in rows if f"reward/{t}" in r]
-    for k in EVAL_KEYS:
-        pts = [(r["step"], r[k]) for r in rows if r.get(k) is not None]
-        if pts:
-            series[f"held-out {k.removeprefix('eval_')}"] = pts
+    """(reward and its terms or SFT token accuracy, + held-out eval dashed; loss and KL; step time)."""
+    def pts(key):
+        return [(r["step"], r[key]) for r in rows if r.get(key) is not None]
+    series = {"reward": pts("reward"), **{t: pts(f"reward/{t}") for t in TERMS},
+              "token accuracy": pts("token_accuracy")}
+    series.update({f"held-out {k.removeprefix('eval_')}": pts(k) for k in EVAL_KEYS})
     series = {k: v for k, v in series.items() if v}
-    reward = line_chart(series, title="Reward and its terms (dashed: held-out eval)", elem_id="train-reward-chart",
-                        y_range=(0, 1), dashed=tuple(k for k in series if k.startswith("held-out")))
-    kl = line_chart({"kl": [(r["step"], r["kl"]) for r in rows if "kl" in r]}, title="KL to the reference",
-                    elem_id="train-kl-chart", empty="no data yet (KL is 0 while beta is 0)")
-    step = line_chart({"step s": [(r["step"], r["step_s"]) for r in rows if "step_s" in r]},
-                      title="Step time (s)", elem_id="train-time-chart")
-    return reward, kl, step
+    reward = line_chart(series, title="Reward and its terms / SFT token accuracy (dashed: held-out eval)",
+                        elem_id="train-reward-chart", y_range=(0, 1),
+                        dashed=tuple(k for k in series if k.startswith("held-out")))
+    loss = line_chart({k: v for k, v in {"loss": pts("loss"), "kl": pts("kl")}.items() if v},
+                      title="Loss and KL to the reference", elem_id="train-kl-chart")
+    step = line_chart({"step s": pts("step_s")}, title="Step time (s)", elem_id="train-time-chart")
+    return reward, loss, step
 
 
 def status_html(job: dict | None, rows: list[dict]) -> str:
@@ -105,10 +125,11 @@ def status_html(job: dict | None, rows: list[dict]) -> str:
 
 
 def metrics_table(rows: list[dict]) -> str:
-    cols = [c for c in ("step", "reward", "reward_std", "reward/exact", "kl", "completion_length", "grad_norm",
-                        "step_s", "eval_reward") if any(c in r for r in rows)] or ["step"]
+    cols = [c for c in ("step", "reward", "reward_std", "reward/exact", "loss", "token_accuracy", "kl",
+                        "completion_length", "grad_norm", "step_s", "eval_reward", "eval_exact")
+            if any(c in r for r in rows)] or ["step"]
     head = "".join(f"<th>{esc(c)}</th>" for c in cols)
-    cell = lambda v: f"<td>{v:.4g}</td>" if isinstance(v, float) else f"<td>{esc('' if v is None else v)}</td>"  # noqa: E731
+    cell = lambda v: f"<td>{v:.4g}</td>" if isinstance(v, float) else f"<td>{esc('' if v is None else v)}</td>"
     body = "".join("<tr>" + "".join(cell(r.get(c)) for c in cols) + "</tr>" for r in rows[-8:])
     return f'<table id="train-metrics-table" class="mvp-table"><tr>{head}</tr>{body}</table>'
 
@@ -126,8 +147,23 @@ def snapshot(ctx: WebContext) -> list:
     return [status_html(job, rows), *charts(rows), metrics_table(rows), log_html(tail)]
 
 
-def build_train_page(ctx: WebContext) -> None:
-    """Add the page's components to the Blocks being built (app/web/server.py wraps it with the nav bar)."""
+@dataclass
+class TrainForm:
+    """The page's components: the form (in FORM order), the full config and the live outputs."""
+    fields: dict
+    config: gr.Code
+    launch: gr.Button
+    stop: gr.Button
+    msg: gr.HTML
+    live: list
+    timer: gr.Timer
+
+    @property
+    def form(self) -> list:
+        return [self.fields[k] for k in ("trainer", "set", "model", *FORM_KEYS)]
+
+
+def build_form() -> TrainForm:
     d = defaults()
     gr.Markdown("## Training\nThe form's settings override the YAML below; the run is `mvp train` (GRPO) or "
                 "`mvp sft` in its own process, writing a run directory under DATA/runs/.")
@@ -142,6 +178,8 @@ def build_train_page(ctx: WebContext) -> None:
         reward = gr.Dropdown(label="Reward function", choices=list(REWARDS), value=d["reward"], elem_id="train-reward",
                              info="mvp: the fine-grained MVP reward; format / mentions_label: smoke tests only")
         max_steps = gr.Number(label="max_steps", value=d["max_steps"], precision=0, elem_id="train-max-steps")
+        save_steps = gr.Number(label="save_steps (checkpoint every)", value=d["save_steps"], precision=0,
+                               elem_id="train-save-steps")
         num_gen = gr.Number(label="num_generations (G)", value=d["num_generations"], precision=0, elem_id="train-G")
         lr = gr.Number(label="learning_rate", value=d["learning_rate"], elem_id="train-lr")
         loss_type = gr.Dropdown(label="loss_type", choices=list(LOSS_TYPES), value=d["loss_type"],
@@ -162,10 +200,16 @@ def build_train_page(ctx: WebContext) -> None:
         time_plot = gr.HTML(elem_id="train-time-plot")
     table = gr.HTML(elem_id="train-metrics")
     log = gr.HTML(elem_id="train-log-html")
-    timer = gr.Timer(REFRESH_S)
-    live = [status, reward_plot, kl_plot, time_plot, table, log]
-    form = [trainer, set_dd, model, reward, max_steps, num_gen, lr, loss_type, beta, max_len]
+    fields = dict(zip(("trainer", "set", "model", *FORM_KEYS),
+                      (trainer, set_dd, model, reward, max_steps, save_steps, num_gen, lr, loss_type, beta, max_len)))
+    return TrainForm(fields, config, launch_btn, stop_btn, msg, [status, reward_plot, kl_plot, time_plot, table, log],
+                     gr.Timer(REFRESH_S))
 
+
+def build_train_page(ctx: WebContext) -> None:
+    """Add the page's components to the Blocks being built (app/web/server.py wraps it with the nav bar)."""
+    f = build_form()
+    live, form, config = f.live, f.form, f.config
     from app.web.pages import train_runs
     runs_ui = train_runs.build_runs_section(ctx)
 
@@ -175,22 +219,26 @@ def build_train_page(ctx: WebContext) -> None:
             sync_runs(ctx.Session, ctx.data_dir)
             sets, models = set_choices(ctx), model_choices(ctx)
             cur = job_settings(train_jobs.active(ctx.data_dir)) or {}
-            pick = lambda k, dflt: cur.get(k) if cur.get(k) is not None else dflt  # noqa: E731
-            vals = [gr.update(value=pick("trainer", "grpo")),
+            pick = lambda k, dflt: cur.get(k) if cur.get(k) is not None else dflt
+            tr = pick("trainer", "grpo")
+            dd = defaults(tr)
+            vals = [gr.update(value=tr),
                     gr.update(choices=sets, value=pick("set", sets[-1] if sets else None)),
                     gr.update(choices=models, value=pick("model", models[0][1] if models else None)),
-                    *[gr.update(value=pick(k, d[k])) for k in FORM_KEYS]]
-            return [*vals, *snapshot(ctx)]
+                    *[gr.update(value=pick(k, dd[k]), visible=tr != "sft" or k not in GRPO_ONLY) for k in FORM_KEYS]]
+            return [*vals, default_yaml() if tr != "sft" else sft_yaml(), *snapshot(ctx)]
 
     def refresh(request: gr.Request):
         with guard(ctx, request, PAGE):
             return snapshot(ctx)
 
-    def on_launch(tr, set_name, model_path, rw, steps, g, lr_v, lt, beta_v, mlen, yaml_text, request: gr.Request):
+    def on_launch(tr, set_name, model_path, rw, steps, save, g, lr_v, lt, beta_v, mlen, yaml_text,
+                  request: gr.Request):
         with guard(ctx, request, PAGE):
-            overrides = [f"reward={rw}", f"max_steps={int(steps)}", f"num_generations={int(g)}",
-                         f"learning_rate={lr_v}", f"loss_type={lt}", f"beta={beta_v}",
+            overrides = [f"max_steps={int(steps)}", f"save_steps={int(save)}", f"learning_rate={lr_v}",
                          f"max_completion_length={int(mlen)}"]
+            if (tr or "grpo") == "grpo":
+                overrides += [f"reward={rw}", f"num_generations={int(g)}", f"loss_type={lt}", f"beta={beta_v}"]
             job = train_jobs.launch(ctx.data_dir, ctx.Session, set_name=set_name or "",
                                     model=(model_path or "").strip(), yaml_text=yaml_text, overrides=overrides,
                                     user=request.username, trainer=tr or "grpo")
@@ -205,11 +253,20 @@ def build_train_page(ctx: WebContext) -> None:
 
     # The Blocks being built (the web app's, or `build` below): the page's own load event.
     page = gr.context.Context.root_block
-    page.load(on_load, None, [*form, *live])
+    def on_trainer(tr, request: gr.Request):
+        """Switching SFT / GRPO: that trainer's config and defaults; GRPO-only fields hidden for SFT."""
+        with guard(ctx, request, PAGE):
+            dd, grpo = defaults(tr), tr != "sft"
+            ups = [gr.update(value=dd[k], visible=grpo) if k in GRPO_ONLY else gr.update(value=dd[k])
+                   for k in FORM_KEYS]
+            return [*ups, default_yaml() if grpo else sft_yaml()]
+    f.fields["trainer"].input(on_trainer, [f.fields["trainer"]], [*(f.fields[k] for k in FORM_KEYS), config])
+
+    page.load(on_load, None, [*form, config, *live])
     page.load(runs_ui.load, None, runs_ui.outputs)
-    timer.tick(refresh, None, live, show_progress="hidden")
-    launch_btn.click(on_launch, [*form, config], [msg, *live], api_name="train_launch")
-    stop_btn.click(on_stop, None, [msg, *live], api_name="train_stop")
+    f.timer.tick(refresh, None, live, show_progress="hidden")
+    f.launch.click(on_launch, [*form, config], [f.msg, *live], api_name="train_launch")
+    f.stop.click(on_stop, None, [f.msg, *live], api_name="train_stop")
 
 
 # Standalone use (the web app normally wraps build_train_page with its navigation bar).

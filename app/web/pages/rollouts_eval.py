@@ -1,0 +1,130 @@
+"""The Rollouts page's "Evaluate a checkpoint" panel: launch `mvp rollout` (G sampled answers per
+puzzle, shown side by side above) or `mvp eval` (one greedy answer per puzzle, the report with the
+shortcut baselines, shown below and on the Stats page) of any run's checkpoint on a set split, as a
+background job of the web app's job system (app/web/jobs.py: one job of each kind at a time,
+progress from its log, stop by the launcher or an admin, re-attached after a reload or a restart)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from app.web import jobs
+from app.web.common import WebContext, esc, guard, msg_html
+
+PAGE = "rollouts"
+KINDS = ("rollout", "eval")
+
+
+@dataclass
+class EvalPanel:
+    load_outputs: list
+    load: object
+    tick_inputs: list
+    tick_outputs: list
+    tick: object
+
+
+def jobs_html(data_dir) -> str:
+    """Both kinds' current (or last) job: state, progress bar, who launched it."""
+    cells = []
+    for kind in KINDS:
+        job = jobs.active(data_dir, kind)
+        if not job:
+            cells.append(f'<div class="mvp-job" data-kind="{kind}" data-state="none">{kind}: none launched yet</div>')
+            continue
+        state = job["status"]["state"]
+        p = job["progress"]
+        pct = 100.0 * p["done"] / p["total"] if p["total"] else 0.0
+        if state == "done":
+            pct = 100.0
+        cells.append(f'<div class="mvp-job" data-kind="{kind}" data-state="{esc(state)}" data-done="{p["done"]}" '
+                     f'data-total="{p["total"]}" data-started="{job["started"]}"><b>{kind}</b> · {esc(state)} · '
+                     f'{esc(job["label"])} · {p["done"]}/{p["total"] or "?"} puzzles · by {esc(job["user"])}'
+                     f'<div class="mvp-bar"><div style="width:{pct:.0f}%"></div></div></div>')
+    return f'<div id="ro-jobs" class="mvp-progress">{"".join(cells)}</div>'
+
+
+def jobs_log(data_dir, kind: str) -> str:
+    job = jobs.active(data_dir, kind)
+    text = jobs.log_tail(job["log"], 12) if job else ""
+    return f'<div class="mvp-log"><pre id="ro-job-log">{esc(text)}</pre></div>'
+
+
+def build_eval_panel(ctx: WebContext, db_url: str) -> EvalPanel:
+    with gr.Accordion("Evaluate a checkpoint (background job)", open=True, elem_id="ro-eval-panel"):
+        with gr.Row():
+            kind = gr.Radio(label="Job", choices=[("rollout: G sampled answers", "rollout"),
+                                                  ("eval: greedy answer + baselines", "eval")],
+                            value="rollout", elem_id="ro-job-kind")
+            run = gr.Dropdown(label="Run", choices=[], elem_id="ro-job-run")
+            ckpt = gr.Dropdown(label="Checkpoint", choices=[], elem_id="ro-job-ckpt")
+            set_dd = gr.Dropdown(label="Curated set", choices=[], elem_id="ro-job-set")
+            split = gr.Dropdown(label="Split", choices=[], elem_id="ro-job-split")
+        with gr.Row():
+            g = gr.Number(label="G (rollout)", value=8, precision=0, elem_id="ro-job-G")
+            mnt = gr.Number(label="max new tokens", value=24, precision=0, elem_id="ro-job-mnt")
+            limit = gr.Number(label="at most N puzzles (0 = all)", value=0, precision=0, elem_id="ro-job-limit")
+            launch = gr.Button("Launch", variant="primary", elem_id="ro-job-launch")
+            stop = gr.Button("Stop", variant="stop", elem_id="ro-job-stop")
+        msg = gr.HTML(elem_id="ro-job-msg")
+        status = gr.HTML(elem_id="ro-job-status")
+        log = gr.HTML(elem_id="ro-job-log-box")
+
+    def load(request: gr.Request):
+        with guard(ctx, request, PAGE):
+            from db.runs import list_runs, sync_runs
+            from db.sets import list_sets
+            sync_runs(ctx.Session, ctx.data_dir)
+            with ctx.Session() as s:
+                runs = [r for r in list_runs(s) if r["model_path"]]
+                sets = [x["name"] for x in list_sets(s)]
+            choices = [(f"{r['id']} · {r['kind']} · {r['n_checkpoints']} checkpoints", r["id"]) for r in runs]
+            return [gr.update(choices=choices, value=choices[0][1] if choices else None),
+                    gr.update(choices=sets, value=sets[-1] if sets else None), jobs_html(ctx.data_dir)]
+
+    def on_run(run_id, request: gr.Request):
+        with guard(ctx, request, PAGE):
+            from db.models.runs import Run
+            from db.runs import checkpoint_choices
+            if not run_id:
+                return gr.update(choices=[], value=None), gr.skip()
+            with ctx.Session() as s:
+                cks = checkpoint_choices(s, run_id)
+                run = s.get(Run, run_id)
+                mlen = (run.config or {}).get("max_completion_length") if run else None
+            return gr.update(choices=cks, value=cks[-1][1]), (gr.update(value=int(mlen)) if mlen else gr.skip())
+
+    def on_set(set_name, request: gr.Request):
+        with guard(ctx, request, PAGE):
+            from db.rollout_views import set_splits
+            if not set_name:
+                return gr.update(choices=[], value=None)
+            with ctx.Session() as s:
+                splits = set_splits(s, set_name)
+            choices = [("whole set", "")] + [(x, x) for x in splits]
+            return gr.update(choices=choices, value="test" if "test" in splits else "")
+
+    def on_launch(k, run_id, ck, set_name, sp, g_v, mnt_v, lim, request: gr.Request):
+        with guard(ctx, request, PAGE):
+            job = jobs.launch_eval(ctx.data_dir, db_url, kind=k, run_id=run_id or "", checkpoint=ck or "",
+                                   set_name=set_name or "", split=sp or "", user=request.username,
+                                   num_generations=int(g_v or 8), max_new_tokens=int(mnt_v or 24),
+                                   limit=int(lim or 0) or None)
+            return msg_html(f"launched {k} of {job['label']} (pid {job['pid']})"), jobs_html(ctx.data_dir)
+
+    def on_stop(k, request: gr.Request):
+        with guard(ctx, request, PAGE):
+            text = jobs.stop(ctx.data_dir, kind=k, user=request.username, role=ctx.auth.role_of(request.username))
+            return msg_html(text), jobs_html(ctx.data_dir)
+
+    def tick(k, request: gr.Request):
+        with guard(ctx, request, PAGE):
+            return jobs_html(ctx.data_dir), jobs_log(ctx.data_dir, k or "rollout")
+
+    run.change(on_run, [run], [ckpt, mnt])
+    set_dd.change(on_set, [set_dd], [split])
+    launch.click(on_launch, [kind, run, ckpt, set_dd, split, g, mnt, limit], [msg, status], api_name="eval_launch")
+    stop.click(on_stop, [kind], [msg, status], api_name="eval_stop")
+    return EvalPanel(load_outputs=[run, set_dd, status], load=load, tick_inputs=[kind],
+                     tick_outputs=[status, log], tick=tick)

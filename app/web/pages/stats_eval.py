@@ -1,0 +1,133 @@
+"""Eval results per checkpoint (stored `mvp eval` reports, db/evaluations.py) for the Stats and
+Rollouts pages: exact match and mean reward of each run checkpoint with 95% bootstrap intervals,
+beside chance and the shortcut solvers on the same puzzles, by distractor kind and by hardness,
+and plotted against the checkpoint's step (baselines dashed)."""
+from __future__ import annotations
+
+import gradio as gr
+import numpy as np
+
+from app.web.common import WebContext, esc, guard
+from app.web.svg_chart import line_chart
+
+PAGE = "stats"
+EMPTY = ("No evaluations yet: evaluate a checkpoint on the Rollouts page (Evaluate a checkpoint) or run "
+         "`mvp eval --run RUN --checkpoint C --set NAME --split test`.")
+
+
+def bootstrap_ci(values: list[float], n: int = 1000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile interval of the mean."""
+    if not values:
+        return (0.0, 0.0)
+    x = np.asarray(values, dtype=np.float64)
+    idx = np.random.default_rng(seed).integers(0, len(x), size=(n, len(x)))
+    means = x[idx].mean(axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def load(ctx: WebContext) -> list[dict]:
+    from db.evaluations import list_evaluations
+    with ctx.Session() as s:
+        return list_evaluations(s)
+
+
+def _split_key(e: dict) -> str:
+    return f"{e['set_name']}" + (f" / {e['split']}" if e["split"] else "")
+
+
+def summary_html(evals: list[dict]) -> str:
+    """One table per set split: each checkpoint's exact and reward (with intervals), then the baselines."""
+    if not evals:
+        return f'<p id="eval-results" data-evals="0">{esc(EMPTY)}</p>'
+    out = [f'<div id="eval-results" data-evals="{len(evals)}">']
+    for key in sorted({_split_key(e) for e in evals}):
+        group = [e for e in evals if _split_key(e) == key]
+        rows = []
+        for e in group:
+            ps = e["report"].get("puzzles", [])
+            ex_ci = bootstrap_ci([p["model_exact"] for p in ps])
+            rw_ci = bootstrap_ci([p["model_total"] for p in ps])
+            rows.append(f'<tr data-eval="{e["id"]}" data-run="{esc(e["run_id"])}" data-checkpoint="{esc(e["checkpoint"])}">'
+                        f'<td><code>{esc(e["run_id"])}</code> · {esc(e["checkpoint"])}</td><td>{e["n_puzzles"]}</td>'
+                        f'<td class="mvp-exact">{e["exact"]:.3f} <span class="mvp-cap">[{ex_ci[0]:.2f}, {ex_ci[1]:.2f}]</span></td>'
+                        f'<td class="mvp-reward">{e["total"]:.3f} <span class="mvp-cap">[{rw_ci[0]:.2f}, {rw_ci[1]:.2f}]</span></td></tr>')
+        last = group[-1]["report"]
+        allg = last["groups"]["all"]
+        rows.append(f'<tr class="mvp-baseline"><td>chance</td><td>{last["n_puzzles"]}</td>'
+                    f'<td>{allg["chance_exact"]:.3f}</td><td>-</td></tr>')
+        for name in last["systems"]:
+            if name != "model":
+                rows.append(f'<tr class="mvp-baseline"><td>shortcut: {esc(name)}</td><td>{last["n_puzzles"]}</td>'
+                            f'<td>{allg[name]["exact"]:.3f}</td><td>{allg[name]["total"]:.3f}</td></tr>')
+        out.append(f'<h4>{esc(key)}</h4><table class="mvp-table"><tr><th>model version</th><th>n</th>'
+                   f'<th>exact [95% CI]</th><th>reward [95% CI]</th></tr>{"".join(rows)}</table>')
+    out.append("</div>")
+    return "".join(out)
+
+
+def by_group_html(evals: list[dict]) -> str:
+    """Exact / reward of each checkpoint and each baseline, by distractor kind and hardness."""
+    if not evals:
+        return ""
+    groups = sorted({g for e in evals for g in e["report"]["groups"]}, key=lambda g: (g != "all", g))
+    base_names = [n for n in evals[-1]["report"]["systems"] if n != "model"]
+    head = "".join(f"<th>{esc(e['run_id'])} · {esc(e['checkpoint'])}<br><span class='mvp-cap'>{esc(_split_key(e))}</span></th>"
+                   for e in evals) + "".join(f"<th>{esc(n)}</th>" for n in base_names)
+    body = []
+    for g in groups:
+        cells = []
+        for e in evals:
+            v = e["report"]["groups"].get(g)
+            cells.append(f"<td>{v['model']['exact']:.2f} / {v['model']['total']:.2f} <span class='mvp-cap'>n={v['n']}</span></td>"
+                         if v else "<td>-</td>")
+        last = evals[-1]["report"]["groups"].get(g)
+        cells += [f"<td>{last[n]['exact']:.2f} / {last[n]['total']:.2f}</td>" if last else "<td>-</td>"
+                  for n in base_names]
+        body.append(f'<tr data-group="{esc(g)}"><td>{esc(g)}</td>{"".join(cells)}</tr>')
+    return (f'<table id="eval-by-group" class="mvp-table"><tr><th>group (exact / reward)</th>{head}</tr>'
+            f'{"".join(body)}</table>')
+
+
+def chart_html(evals: list[dict], metric: str = "total") -> str:
+    """`metric` (total or exact) per checkpoint step for each run (base = step 0), baselines dashed."""
+    series: dict[str, list[tuple[float, float]]] = {}
+    for e in evals:
+        series.setdefault(f"{e['run_id']} ({_split_key(e)})", []).append(
+            (float(e["step"] or 0), float(e[metric])))
+    dashed = []
+    if evals:
+        steps = [x for pts in series.values() for x, _ in pts]
+        lo, hi = min(steps), max(max(steps), min(steps) + 1)
+        rep = evals[-1]["report"]["groups"]["all"]
+        for name in evals[-1]["report"]["systems"]:
+            if name != "model":
+                series[f"shortcut {name}"] = [(lo, rep[name][metric]), (hi, rep[name][metric])]
+                dashed.append(f"shortcut {name}")
+        if metric == "exact":
+            series["chance"] = [(lo, rep["chance_exact"]), (hi, rep["chance_exact"])]
+            dashed.append("chance")
+    title = "Held-out reward per checkpoint" if metric == "total" else "Held-out exact match per checkpoint"
+    return line_chart(series, title=title, elem_id=f"eval-chart-{metric}", y_range=(0, 1),
+                      x_label="checkpoint step (0 = base)", dashed=tuple(dashed), empty="no evaluations yet")
+
+
+def build_eval_section(ctx: WebContext, page: str = PAGE) -> tuple[list, object]:
+    """The section's components and its fill function (for a page's load event / a refresh)."""
+    gr.Markdown("### Evaluations per checkpoint (vs. the shortcut baselines)")
+    summary = gr.HTML(elem_id=f"{page}-eval-summary")
+    with gr.Row():
+        c_reward = gr.HTML(elem_id=f"{page}-eval-chart-reward")
+        c_exact = gr.HTML(elem_id=f"{page}-eval-chart-exact")
+    groups = gr.HTML(elem_id=f"{page}-eval-groups")
+
+    def fill(request: gr.Request):
+        with guard(ctx, request, page):
+            ev = load(ctx)
+            return [summary_html(ev), chart_html(ev, "total"), chart_html(ev, "exact"), by_group_html(ev)]
+    return [summary, c_reward, c_exact, groups], fill
+
+
+def include(ctx: WebContext, demo: gr.Blocks) -> None:
+    """The section in a page's Blocks, filled on page load (the Stats page's one-line include)."""
+    outputs, fill = build_eval_section(ctx)
+    demo.load(fill, None, outputs)

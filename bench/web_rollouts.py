@@ -1,0 +1,230 @@
+"""Rollouts and Train page timings in Chromium, against the targets of docs/BENCHMARKS.md:
+
+1. Rollouts page, two model versions x G=8 answers each: first paint (navigation start to both
+   answer groups in the page with every image decoded and a frame painted) < 1 s; switching
+   puzzles (click on the puzzle in the dropdown to both new groups painted) < 300 ms.
+2. Train page: launch (click) to the first live point drawn in the same tab, minus the trainer's
+   own time from process start to its first logged step: < 2 s.
+
+The page's clock measures (Date.now / performance.now in a MutationObserver), not Playwright's.
+Data: puzzles by the real `mvp synth` from two sample videos; the answers of a "run" with a base
+model and one checkpoint, G=8 per puzzle, scored by the real reward (the page's speed does not
+depend on which model wrote them); the training run is the real `mvp train` of the tiny model.
+
+Usage: python bench/web_rollouts.py [--reloads 5] [--switches 12] [--no-train]"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "scripts"))
+G = 8
+
+# In the page: when a puzzle is clicked in the dropdown (capturing mousedown), and when the Train
+# page's first live point appeared (Date.now, to compare with the trainer's own clock).
+OBSERVE_JS = """
+() => {
+  window.mvpT = {down: null, click: null, point: null};
+  document.addEventListener('mousedown', e => {
+    if (e.target.closest && e.target.closest('li[role=option]')) window.mvpT.down = performance.now();
+    if (e.target.closest && e.target.closest('#train-launch')) window.mvpT.click = Date.now();
+  }, true);
+  new MutationObserver(() => {
+    if (window.mvpT.point === null && document.querySelector('#train-reward-chart circle[data-series=reward]'))
+      window.mvpT.point = Date.now();
+  }).observe(document.documentElement, {subtree: true, childList: true, attributes: true});
+}
+"""
+# Both groups in the page (G rows each) for puzzle `old` != the shown one, every image loaded.
+READY_JS = """
+(old) => {
+  const v = document.querySelector('#ro-puzzle-view');
+  if (!v || v.dataset.puzzleId === old) return false;
+  if (document.querySelectorAll('#ro-left .mvp-answer-row').length !== %G%) return false;
+  if (document.querySelectorAll('#ro-right .mvp-answer-row').length !== %G%) return false;
+  const imgs = document.querySelectorAll('#ro-puzzle-box img, #ro-left img, #ro-right img');
+  return Array.from(imgs).every(i => i.complete);
+}
+""".replace("%G%", str(G))
+
+
+def mvp(*argv) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    subprocess.run([sys.executable, "-m", "app.cli", *map(str, argv)], cwd=ROOT, check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+
+
+def build(data: Path) -> tuple[str, object]:
+    """Synthesize, add a researcher, store G=8 answers for a base model and one checkpoint."""
+    import sample_videos as sv
+    from sqlalchemy import select
+
+    from db.engine import open_db
+    from db.models import Puzzle
+    from db.models.runs import Checkpoint, Rollout, Run
+    from db.users import add_user
+    from mvp_core.reward import score_completion
+    vids = data.parent / "videos"
+    vids.mkdir()
+    for p in sv.fetch():
+        if p.stem in ("bigbuckbunny", "bikes"):
+            shutil.copy(p, vids / p.name)
+    url = f"sqlite:///{data / 'mvp.sqlite'}"
+    mvp("synth", vids, "--data", data, "--db", url, "--per-video", "6", "--quiet")
+    mvp("tiny-model", data / "tiny-model")
+    Session = open_db(url, data)
+    rng = random.Random(0)
+    with Session() as s:
+        add_user(s, "rhea", "researcher", "rhea-pass-1")
+        s.add(Run(id="bench-run", name="bench", kind="train", model_path=str(data / "tiny-model"), config={},
+                  status="done"))
+        s.flush()
+        ck = Checkpoint(run_id="bench-run", step=10, path=str(data / "tiny-model"))
+        s.add(ck)
+        s.flush()
+        for row in s.scalars(select(Puzzle).order_by(Puzzle.id)):
+            rec = json.loads(row.record_json)
+            labels = [o["label"] for o in rec["options"]]
+            for cid in (None, ck.id):
+                for g in range(G):
+                    ch = rng.sample(labels, len(rec["answer"]))
+                    text = f"<think>answer {g}: the motion runs {ch[0]} first, then the rest.</think><answer>{', '.join(ch)}</answer>"
+                    t = score_completion(text, rec["answer"], labels)
+                    s.add(Rollout(run_id="bench-run", checkpoint_id=cid, puzzle_id=row.id, sample_index=g,
+                                  completion=text, chosen_labels=t.labels, format=t.format, selection=t.selection,
+                                  order=t.order, exact=t.exact, total=t.total))
+        s.commit()
+    return url, Session
+
+
+def serve(data: Path, url: str):
+    from fixtures_web import free_port
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--data", str(data), "--db", url, "--port",
+                             str(port)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            urllib.request.urlopen(base + "/login", timeout=2)
+            return proc, base
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError("server did not start")
+
+
+def q(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(p * (len(xs) - 1)))]
+
+
+def rollouts_page(page, base: str, reloads: int, switches: int) -> dict:
+    """First paint: navigation start to both groups ready (performance.now() is relative to it);
+    a switch: mousedown on the puzzle to both new groups ready. Polled every animation frame."""
+    paints = []
+    for i in range(reloads + 1):                  # the first load warms the server; not counted
+        page.goto(base + "/rollouts/", wait_until="commit")
+        # the first load also imports the training code (torch) in the server: long on a busy machine
+        page.wait_for_function(READY_JS, arg="", polling="raf", timeout=600000 if i == 0 else 60000)
+        paints.append(page.evaluate("performance.now()"))
+    paints = paints[1:]
+    sw = []
+    for i in range(switches):
+        old = page.locator("#ro-puzzle-view").get_attribute("data-puzzle-id")
+        page.click("#ro-puzzle input")
+        opts = page.locator("li[role=option]")
+        opts.nth((i + 1) % opts.count()).click()
+        page.wait_for_function(READY_JS, arg=old, polling="raf", timeout=60000)
+        sw.append(page.evaluate("performance.now() - window.mvpT.down"))
+    return {"first_paint_ms": paints, "switch_ms": sw}
+
+
+def train_point(page, base: str) -> dict:
+    page.goto(base + "/train/")
+    page.wait_for_function("document.querySelector('#train-model input')?.value.includes('tiny-model')", timeout=60000)
+    page.locator("#train-max-steps input").fill("2")
+    page.locator("#train-max-len input").fill("8")
+    page.click("#train-launch")
+    page.wait_for_function("window.mvpT.point !== null", timeout=300000)
+    t = page.evaluate("window.mvpT")
+    return {"click_to_point_s": (t["point"] - t["click"]) / 1000.0}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reloads", type=int, default=5)
+    ap.add_argument("--switches", type=int, default=12)
+    ap.add_argument("--no-train", action="store_true")
+    args = ap.parse_args()
+    from fixtures_web import CHROMIUM, CHROMIUM_ARGS
+    from playwright.sync_api import sync_playwright
+
+    from mvp_core.grpo.rundir import read_metrics
+    tmp = Path(tempfile.mkdtemp(prefix="bench-web-rollouts-"))
+    data = tmp / "data"
+    url, Session = build(data)
+    from sqlalchemy import select
+
+    from db.models import Puzzle
+    from db.sets import store_set
+    with Session() as s:
+        store_set(s, "bench-set", list(s.scalars(select(Puzzle.record_json).order_by(Puzzle.id))), 0, 0, {})
+        s.commit()
+    proc, base = serve(data, url)
+    try:
+        with sync_playwright() as p:
+            b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            ctx = b.new_context(viewport={"width": 1400, "height": 1000})
+            ctx.add_init_script(f"({OBSERVE_JS})()")
+            page = ctx.new_page()
+            page.goto(base + "/login")
+            page.fill("#login-user", "rhea")
+            page.fill("#login-password", "rhea-pass-1")
+            page.click("#login-submit")
+            ro = rollouts_page(page, base, args.reloads, args.switches)
+            tr = None
+            if not args.no_train:
+                tr = train_point(page, base)
+                job = json.loads((data / "train" / "active.json").read_text())
+                rows = []
+                for _ in range(600):
+                    rows = read_metrics(job["run_dir"])
+                    if rows:
+                        break
+                    time.sleep(0.2)
+                tr["start_to_first_step_s"] = rows[0]["time"] - job["started"]
+                tr["overhead_s"] = tr["click_to_point_s"] - tr["start_to_first_step_s"]
+            b.close()
+    finally:
+        from app.web import jobs
+        jobs.stop(data, grace_s=10)
+        proc.terminate()
+        proc.wait(timeout=10)
+    fp, sw = ro["first_paint_ms"], ro["switch_ms"]
+    print(f"Rollouts page, 2 versions x G={G} answers ({args.reloads} loads, {len(sw)} switches)")
+    print(f"  first paint   median {statistics.median(fp):7.0f} ms  max {max(fp):7.0f} ms   target 1000 ms  "
+          f"ratio {statistics.median(fp) / 1000:.2f}")
+    print(f"  switch puzzle median {statistics.median(sw):7.0f} ms  p95 {q(sw, .95):7.0f} ms   target  300 ms  "
+          f"ratio {statistics.median(sw) / 300:.2f}")
+    if tr:
+        print(f"Train page: click to first live point {tr['click_to_point_s']:.2f} s; trainer start to first step "
+              f"{tr['start_to_first_step_s']:.2f} s; overhead {tr['overhead_s']:.2f} s (target < 2 s)")
+    print(json.dumps({"rollouts": ro, "train": tr}))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
