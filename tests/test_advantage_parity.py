@@ -44,10 +44,10 @@ def test_page_rollouts_and_training_agree(store_db):
     stored = RolloutStore(store_db.Session, "rollout run")
     stored.add(rows)
     with store_db.Session() as s:
-        page = rollout_views.group(s, bare.run_id, None, pz.id)
+        page = rollout_views.group(s, rollout_views.source_key(bare.run_id, None), pz.id)
         assert [a["advantage"] for a in page] == training and all(a["advantage_computed"] for a in page)
-        assert [a["advantage"] for a in rollout_views.group(s, stored.run_id, None, pz.id)] == pytest.approx(training)
-        summary = rollout_views.puzzles(s, bare.run_id, None, pz.video.id)
+        assert [a["advantage"] for a in rollout_views.group(s, rollout_views.source_key(stored.run_id, None), pz.id)] == pytest.approx(training)
+        summary = rollout_views.puzzles(s, rollout_views.source_key(bare.run_id, None), pz.video.id)
         ours = next(p for p in summary if p.puzzle_id == pz.id)
         assert ours.std == pytest.approx(float(np.std(totals, ddof=1)), rel=1e-6)
     # the copy the page used to have (population std, no epsilon) is ~0.94x of training's at G=8
