@@ -132,6 +132,8 @@ def _train(cfg: GRPOConfig, resume: bool, on_step, info: D.DistInfo, stop: StopF
         ctx.timer["other"] += time.perf_counter() - t_log
         metrics = step_metrics(out, step, info, grad_norm=gn, lr=float(lr),
                                step_s=time.perf_counter() - t0, epoch=data.epoch_of(step, info.world))
+        if on_step is not None:     # before the stop check: a signal during the step stops at this step
+            on_step(step, metrics)
         stopping = D.any_rank(stop.set, info)
         if heldout is not None and _eval_due(cfg, step, stopping):
             if info.is_main:
@@ -139,8 +141,6 @@ def _train(cfg: GRPOConfig, resume: bool, on_step, info: D.DistInfo, stop: StopF
             D.barrier(info)
         log.metrics(step, metrics)
         last_metrics = metrics
-        if on_step is not None:
-            on_step(step, metrics)
         if step % cfg.save_steps == 0 or step == cfg.max_steps or stopping:
             save(run, step, cfg, train_model, model, processor, optimizer, scheduler, info)
             log.info(f"checkpoint step {step}")
