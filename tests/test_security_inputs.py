@@ -4,6 +4,8 @@ Gradio's monitoring and profiling routes are for admins only; a verdict or optio
 only on a puzzle leased to the curator or one they judged before (db/review/access.py)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from fixtures_security import PASSWORD, http_login
 from fixtures_web import PASSWORDS
@@ -91,7 +93,12 @@ def test_verdicts_only_on_a_leased_or_own_puzzle(sec_server, sec_data):
     r = _verdict(a, back["state"], "reject")
     assert r.status_code == 200 and r.json()["msg"].startswith(f"reject: {pid}"), r.text
     back = a.post("/curate/api/move", json={"state": r.json()["state"], "step": -1}).json()
-    assert a.post("/curate/api/toggle", json={"state": back["state"], "index": 1, "reason": "other"}).status_code == 200
+    with Session() as s:          # a distractor's position (the answer is revealed to cur04 by now)
+        from db.models import Puzzle
+        rec = json.loads(s.get(Puzzle, pid).record_json)
+    dist = 1 + next(i for i, o in enumerate(rec["options"]) if o["label"] not in rec["answer"])
+    r = a.post("/curate/api/toggle", json={"state": back["state"], "index": dist, "reason": "other"})
+    assert r.status_code == 200, r.text
     assert a.post("/curate/api/undo", json={"state": back["state"]}).status_code == 200
     # still refused for cur05, whose only contact with it was the deep link
     assert _verdict(b, st_b).status_code == 400

@@ -21,7 +21,7 @@ def solver_run(tmp_path_factory, sample_videos):
     from db.rollouts import RolloutStore
     from mvp_core.model.rollout import score_group
     from mvp_core.puzzle import Puzzle
-    from mvp_core.synth.audit import FeatureCache, solve_boundary
+    from mvp_core.synth.solvers import FeatureCache, solve_boundary
     data = tmp_path_factory.mktemp("steer_vl")
     recs = []
     for i, (name, (fps, max_s)) in enumerate(VIDEOS.items()):

@@ -84,6 +84,7 @@ class Steering:
             # generate() runs under no_grad / inference_mode; the steps need a graph on a fresh tensor.
             with torch.inference_mode(False), torch.enable_grad():
                 x0 = h[:, -1, :].clone().float()
+                rows = None if rows is None else rows.clone()   # the gate's mask may be an inference tensor
                 x, e0, e1, taken = descend(energy, x0, self.cfg.eta, self.cfg.steps, thr, self.cfg.gate, rows,
                                            energy_after=self.record)
                 new = h.clone()
