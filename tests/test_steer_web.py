@@ -58,8 +58,8 @@ def steer_run(web_app, tiny_model_dir):
 def test_rollouts_page_compares_steered_and_unsteered(web_app, browser, steer_run):
     ctx, page = login(browser, web_app, "rhea", path="/rollouts/")
     page.wait_for_selector(".mvp-answer-row", timeout=30000)
-    pick(page, "ro-run", RUN)
-    page.wait_for_selector(f"#ro-left .mvp-rollouts h4:has-text('{steer_run}')", timeout=30000)
+    pick(page, "ro-ckpt", RUN)
+    page.wait_for_selector("#ro-left .mvp-rollouts[data-answers='1']", timeout=30000)   # the run's one answer
     page.get_by_text("Energy steering: steered vs unsteered answer").click()
     pick(page, "ro-steer-bank", "tiny-bank.pt")
     page.click("#ro-steer-go")
