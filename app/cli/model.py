@@ -59,46 +59,6 @@ def _common(p) -> None:
     p.add_argument("--video-mode", action="store_true", default=None,
                    help="show the context frames as one video (default: the run's, else images)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--family", default="qwen2_5_vl", choices=["qwen2_5_vl", "qwen2_vl", "qwen3_vl"],
-                   help="model family (default qwen2_5_vl)")
-    p.add_argument("--preset", default="test", choices=["test", "learn"],
-                   help="test: ~1.2M params, builds in 0.1 s (default); learn: ~3.5M params, learns the "
-                        "generated puzzles on 2 CPU cores in minutes (docs/model.md)")
-    p.set_defaults(func=_tiny_model)
-
-    p = sub.add_parser("rollout", help="sample G answers per puzzle and store them with their rewards")
-    _common(p)
-    p.add_argument("-G", "--num-generations", type=int, default=8, help="answers per puzzle (default 8)")
-    p.add_argument("--batch-puzzles", type=int, default=1, help="puzzles per generate call (default 1)")
-    p.add_argument("--out", help="Parquet file for the answers (default DATA/rollouts/<run>.parquet)")
-    p.add_argument("--no-db", action="store_true", help="write only the Parquet file")
-    p.set_defaults(func=_rollout)
-
-    p = sub.add_parser("eval", help="exact match and reward by distractor kind and hardness, with baselines")
-    _common(p)
-    p.add_argument("--out", help="JSON report path (a Markdown table is written next to it)")
-    p.add_argument("--no-db", action="store_true", help="do not store the report in the database")
-    p.add_argument("--greedy", action="store_true", default=True, help="greedy decoding (default)")
-    p.add_argument("--sample", dest="greedy", action="store_false", help="sample instead of greedy decoding")
-    p.set_defaults(func=_eval)
-
-
-def _common(p) -> None:
-    from app.cli.model_target import add_target_args
-    add_target_args(p)
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--set", help="curated set name (from the database)")
-    src.add_argument("--puzzles", help="puzzles.jsonl file (frames are read relative to --data)")
-    add_db_args(p)
-    p.add_argument("--limit", type=int, help="use at most this many puzzles")
-    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (default cpu)")
-    p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
-    p.add_argument("--max-new-tokens", type=int, default=128)
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--max-pixels", type=int, help="resize each image to at most this many pixels")
-    p.add_argument("--video-mode", action="store_true", help="show the context frames as one video")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, help="torch CPU threads (1 is fastest for tiny models on a busy machine)")
 
 
