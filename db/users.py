@@ -3,8 +3,8 @@
 The one validation of user names and passwords lives here (`check_name`, `check_password`); every path
 that creates a user or changes a password or role goes through `add_user` / `set_password` /
 `set_role` (the `mvp users` CLI, the admin page, `mvp demo`), and a password or role change revokes
-the user's web sessions. `verify` costs one argon2 hash whether or not the user exists, so the answer
-time does not tell which names exist (docs/web.md, "Sessions and login")."""
+the user's web sessions. `authenticate` costs one argon2 hash whether or not the user exists, so the
+answer time does not tell which names exist (docs/web.md, "Sessions and login")."""
 from __future__ import annotations
 
 import secrets
@@ -12,11 +12,12 @@ import unicodedata
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from db.models.auth import WebSession
 from db.models.curation import ROLES, User
+from db.txn import run_txn
 from mvp_core.errors import UserError
 
 _hasher = PasswordHasher()   # argon2-cffi's defaults (argon2id, RFC 9106 low-memory profile)
@@ -92,18 +93,25 @@ def _existing(session: Session, name: str) -> User:
     return user
 
 
-def verify(session: Session, name: str, password: str) -> User | None:
-    """The user if the password is right, else None (also for unknown users, after the same work)."""
-    user = get_user(session, name) if name else None
+def authenticate(session: Session, name: str, password: str) -> tuple[int, str] | None:
+    """(user id, name) if the password is right, else None (after the same work for unknown names).
+    The argon2 check runs with no transaction open: on SQLite every transaction holds the write lock
+    (BEGIN IMMEDIATE), and a hash inside one made 20 simultaneous logins queue behind each other's
+    hashes, long enough under load for a login, or a curator's verdict, to pass the busy timeout."""
+    row = session.execute(select(User.id, User.name, User.password_hash).where(User.name == name)).first() \
+        if name else None
+    session.rollback()                       # end the read before the slow hash
     try:
-        _hasher.verify(user.password_hash if user is not None else _DUMMY_HASH, password)
+        _hasher.verify(row.password_hash if row is not None else _DUMMY_HASH, password)
     except (VerificationError, InvalidHashError):
         return None
-    if user is None:
+    if row is None:
         return None
-    if _hasher.check_needs_rehash(user.password_hash):   # parameters got stronger since
-        user.password_hash = hash_password(password)
-    return user
+    if _hasher.check_needs_rehash(row.password_hash):   # parameters got stronger since
+        new = hash_password(password)
+        run_txn(session, lambda: session.execute(update(User).where(
+            User.id == row.id, User.password_hash == row.password_hash).values(password_hash=new)))
+    return row.id, row.name
 
 
 def revoke_sessions(session: Session, user_id: int) -> int:

@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from db import analytics, review
 from db.models import utcnow
 from db.models.curation import Lease, PuzzleVerdict, VerdictEvent
-from db.users import add_user, list_users, verify
+from db.users import add_user, authenticate, list_users
 from mvp_core.errors import UserError
 
 
@@ -28,8 +28,8 @@ def test_users_roles_and_passwords(store_db):
         u, pw = add_user(s, "ann", "admin")
         s.commit()
         assert len(pw) >= 12 and u.password_hash.startswith("$argon2id$")
-        assert verify(s, "ann", pw).id == u.id
-        assert verify(s, "ann", "wrong") is None and verify(s, "nobody", pw) is None
+        assert authenticate(s, "ann", pw) == (u.id, "ann")
+        assert authenticate(s, "ann", "wrong") is None and authenticate(s, "nobody", pw) is None
         with pytest.raises(UserError, match="already exists"):
             add_user(s, "ann", "curator", "x")
         with pytest.raises(UserError, match="unknown role"):

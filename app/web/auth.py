@@ -9,7 +9,7 @@ Login throttling is counted before the password is checked: each attempt is reco
 name and its client address, and an attempt over `LOGIN_PER_NAME` (per name) or `LOGIN_PER_ADDR` (per
 address) within `LOGIN_WINDOW_S` is answered 429 without checking anything, so parallel requests cannot
 all slip through on one stale count. A successful login does not count. Unknown user names cost the
-same argon2 hash as known ones (`db.users.verify`)."""
+same argon2 hash as known ones (`db.users.authenticate`)."""
 from __future__ import annotations
 
 import asyncio
@@ -78,21 +78,19 @@ class Auth:
         return await asyncio.to_thread(self._login, name, password, client)
 
     def _login(self, name: str, password: str, client: str) -> LoginResult:
-        from db.users import verify
+        from db.users import authenticate
         from db.web_sessions import count_attempt, create_session, refund_attempt, retry_after_s
         limits = throttle_keys(name, client)
         with self.Session() as s:
             blocked, ids = count_attempt(s, limits, LOGIN_WINDOW_S)
             if blocked is not None:
                 return LoginResult(retry_after_s=max(1.0, retry_after_s(s, blocked, LOGIN_WINDOW_S)))
-            user = verify(s, name, password) if len(password) <= 1024 else None
-            if user is None:
-                s.rollback()
+            found = authenticate(s, name, password) if len(password) <= 1024 else None
+            if found is None:
                 return LoginResult()
-            s.commit()                   # verify may have upgraded the hash
             refund_attempt(s, ids)
-            token = create_session(s, user.id, SESSION_TTL_S)
-        self.forget_role(user.name)
+            token = create_session(s, found[0], SESSION_TTL_S)
+        self.forget_role(found[1])
         return LoginResult(token=token)
 
     def logout(self, token: str | None) -> None:
