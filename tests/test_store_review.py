@@ -101,7 +101,7 @@ def test_overlap_k_and_disputed(store_db):
             review.set_overlap(s, 0)
 
 
-def test_skip_does_not_count_but_is_not_offered_again(store_db):
+def test_skip_does_not_count_and_is_not_offered_next(store_db):
     with store_db.Session() as s:
         a, b = _users(s, "a", "b")
         p = review.next_puzzle(s, a)

@@ -59,7 +59,9 @@ class PuzzleVerdict(Base):
     seconds: Mapped[float] = mapped_column(Float, default=0.0)   # time the curator spent on it
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
     __table_args__ = (UniqueConstraint("puzzle_id", "user_id"),
-                      CheckConstraint("verdict IN ('accept','reject','skip')", name="ck_pv_verdict"))
+                      CheckConstraint("verdict IN ('accept','reject','skip')", name="ck_pv_verdict"),
+                      # a curator's skipped puzzles in the order they come back (db/review/queue_rule.py)
+                      Index("ix_puzzle_verdicts_skips", "user_id", "verdict", "created_at", "puzzle_id"))
 
 
 class OptionVerdict(Base):

@@ -17,7 +17,18 @@ from sqlalchemy.orm import Session
 
 from db.models import Puzzle, utcnow
 from db.models.curation import Lease, PuzzleVerdict, ReviewState, Setting
-from db.review.queue_rule import LeaseRow, QueueState, candidate_sql, mine_sql
+from db.review.queue_rule import (
+    NO_FILTER,
+    SKIPPED,
+    LeaseRow,
+    PuzzleFacts,
+    QueueFilter,
+    QueueState,
+    candidate_sql,
+    mine_sql,
+    skipped_sql,
+    steps_that_can_match,
+)
 from db.txn import run_txn
 from mvp_core.errors import UserError
 
@@ -91,12 +102,13 @@ def sync_queue(session: Session) -> int:
 
 
 def next_puzzle(session: Session, user_id: int, lease_s: float = DEFAULT_LEASE_S,
-                now: datetime | None = None) -> str | None:
+                now: datetime | None = None, filt: QueueFilter = NO_FILTER) -> str | None:
     """The id of the next puzzle for this curator (leased to them until now + lease_s), or None when
-    nothing is left for them. Calling it again before judging returns the same puzzle.
+    nothing is left for them (under `filt`, if given). Calling it again before judging returns the
+    same puzzle.
 
     Speed: the queue query is an index range scan (~0.1 ms); the cost was round trips. On PostgreSQL
-    the whole claim is one call of the `mvp_next_puzzle` function (migration 0002: lock with FOR UPDATE
+    the whole claim is one call of the `mvp_next_puzzle` function (migration 0006: lock with FOR UPDATE
     SKIP LOCKED, re-check the room with a fresh snapshot, lease). On SQLite it is one BEGIN IMMEDIATE
     transaction of a few in-process statements (UPDATE ... RETURNING, INSERT ... SELECT ... RETURNING)."""
     if lease_s <= 0:
@@ -106,40 +118,54 @@ def next_puzzle(session: Session, user_id: int, lease_s: float = DEFAULT_LEASE_S
     def txn():
         t = now or utcnow()
         until = t + timedelta(seconds=lease_s)
-        pid = claim(session, user_id, t, until)
+        pid = claim(session, user_id, t, until, filt)
         if pid is None and sync_queue(session):   # puzzles added without the trigger: queue them, retry
-            pid = claim(session, user_id, t, until)
+            pid = claim(session, user_id, t, until, filt)
         return pid
     return run_txn(session, txn)
 
 
-_PG_CLAIM = text("SELECT mvp_next_puzzle(:u, :t, :until)")
+_PG_CLAIM = text("SELECT mvp_next_puzzle(:u, :t, :until, :fv, :fs, :fk, :fmin, :fmax)")
 
 
-def _claim_pg(session: Session, user_id: int, t: datetime, until: datetime) -> str | None:
-    return session.execute(_PG_CLAIM, {"u": user_id, "t": t, "until": until}).scalar()
+def _claim_pg(session: Session, user_id: int, t: datetime, until: datetime, filt: QueueFilter) -> str | None:
+    return session.execute(_PG_CLAIM, {"u": user_id, "t": t, "until": until, **filt.params()}).scalar()
+
+
+def shape(f: QueueFilter) -> QueueFilter:
+    """The parts of a filter the SQL text depends on (which are set), for caching statements."""
+    return QueueFilter(video=None if f.video is None else "",
+                       status=None if f.status is None else (SKIPPED if f.status == SKIPPED else ""),
+                       kind=None if f.kind is None else "",
+                       min_difficulty=None if f.min_difficulty is None else 0.0,
+                       max_difficulty=None if f.max_difficulty is None else 0.0)
 
 
 # The SQLite claim runs on the raw DBAPI cursor: on a loaded 2-core machine building and compiling
 # Core statements cost more CPU than the queries themselves. The reads are the rule's own SQL.
-_SQLITE_MINE = f"UPDATE leases SET expires_at = :until WHERE id = ({mine_sql('sqlite', 'l.id')}) RETURNING puzzle_id"
 _SQLITE_FORGET = "DELETE FROM leases WHERE user_id = :u AND expires_at <= :t"
 _SQLITE_K = "SELECT value FROM settings WHERE key = :key"
-_SQLITE_TAKE = (f"INSERT INTO leases (puzzle_id, user_id, started_at, expires_at) "
-                f"SELECT c.puzzle_id, :u, :t, :until FROM ({candidate_sql('sqlite')}) c RETURNING puzzle_id")
 
 
-def _claim_sqlite(session: Session, user_id: int, t: datetime, until: datetime) -> str | None:
-    """The steps of `mvp_next_puzzle` (migration 0002) as statements in one BEGIN IMMEDIATE
+@functools.cache
+def _sqlite_statements(f: QueueFilter) -> tuple[str, str, str]:
+    take = "INSERT INTO leases (puzzle_id, user_id, started_at, expires_at) SELECT c.puzzle_id, :u, :t, :until FROM ({}) c RETURNING puzzle_id"
+    return (f"UPDATE leases SET expires_at = :until WHERE id = ({mine_sql(f, 'l.id')}) RETURNING puzzle_id",
+            take.format(candidate_sql(f)), take.format(skipped_sql(f)))
+
+
+def _claim_sqlite(session: Session, user_id: int, t: datetime, until: datetime, filt: QueueFilter) -> str | None:
+    """The steps of `mvp_next_puzzle` (migration 0006) as statements in one BEGIN IMMEDIATE
     transaction: no other writer runs between our reads and our write, so no lock or re-check."""
     session.flush()
     conn = session.connection()   # begins the transaction (BEGIN IMMEDIATE, see db.engine)
     to_db = Lease.expires_at.type.dialect_impl(conn.dialect).bind_processor(conn.dialect)
-    p = {"u": user_id, "t": to_db(t), "until": to_db(until), "x": ""}
+    p = {"u": user_id, "t": to_db(t), "until": to_db(until), "x": "", **filt.params()}
+    mine, take, take_skipped = _sqlite_statements(shape(filt))
     cur = conn.connection.dbapi_connection.cursor()
     try:
-        # 1. A live lease of mine on a puzzle I have not judged yet: hand it out again, extended.
-        row = cur.execute(_SQLITE_MINE, p).fetchone()
+        # 1. A live lease of mine on a puzzle I have not decided yet: hand it out again, extended.
+        row = cur.execute(mine, p).fetchone()
         if row is not None:
             return row[0]
         # 2. Forget my expired leases (their puzzles went back to the queue when they expired: live
@@ -148,49 +174,68 @@ def _claim_sqlite(session: Session, user_id: int, t: datetime, until: datetime) 
         row = cur.execute(_SQLITE_K, {"key": OVERLAP_KEY}).fetchone()
         # a JSON column has NUMERIC affinity in SQLite: a stored number comes back as a number
         k = 1 if row is None else int(json.loads(row[0]) if isinstance(row[0], str) else row[0])
+        fresh, skipped = steps_that_can_match(filt)
         # 3. Puzzles closest to k first: one index range scan (n_reviews = n, by id) per n.
-        for n in range(k - 1, -1, -1):
-            row = cur.execute(_SQLITE_TAKE, {**p, "n": n, "room": k - n}).fetchone()
+        for n in range(k - 1, -1, -1) if fresh else ():
+            row = cur.execute(take, {**p, "n": n, "room": k - n}).fetchone()
             if row is not None:
                 return row[0]
-        return None
+        # 4. Then the puzzles I skipped, longest ago first.
+        row = cur.execute(take_skipped, {**p, "k": k}).fetchone() if skipped else None
+        return None if row is None else row[0]
     finally:
         cur.close()
 
 
 def peek_next(session: Session, user_id: int, exclude: str | None = None,
-              now: datetime | None = None) -> str | None:
+              now: datetime | None = None, filt: QueueFilter = NO_FILTER) -> str | None:
     """The puzzle `next_puzzle` will hand this curator once they have judged `exclude` (their current
     puzzle), computed read-only from the same rule; None when nothing would be left. Concurrent
     curators can still take it first: it is a prediction for prefetching, not a reservation."""
-    mine, take = _peek_statements(session.bind.dialect.name)
-    p = {"u": user_id, "t": now or utcnow(), "x": exclude or ""}
+    mine, take, take_skipped = _peek_statements(shape(filt))
+    p = {"u": user_id, "t": now or utcnow(), "x": exclude or "", **filt.params()}
     pid = session.execute(mine, p).scalar()
     if pid is not None:
         return pid
     k = overlap_k(session)
-    for n in range(k - 1, -1, -1):
+    fresh, skipped = steps_that_can_match(filt)
+    for n in range(k - 1, -1, -1) if fresh else ():
         pid = session.execute(take, {**p, "n": n, "room": k - n}).scalar()
         if pid is not None:
             return pid
-    return None
+    return session.execute(take_skipped, {**p, "k": k}).scalar() if skipped else None
 
 
 @functools.cache
-def _peek_statements(dialect: str):
+def _peek_statements(f: QueueFilter):
     # :t bound as the lease column's type, so SQLite compares it in the stored text format
-    t = bindparam("t", type_=Lease.expires_at.type)
-    return text(mine_sql(dialect)).bindparams(t), text(candidate_sql(dialect)).bindparams(t)
+    def stmt(sql: str):
+        return text(sql).bindparams(bindparam("t", type_=Lease.expires_at.type))
+    return stmt(mine_sql(f)), stmt(candidate_sql(f)), stmt(skipped_sql(f))
 
 
 def read_state(session: Session) -> QueueState:
     """The database's queue state as the rule reads it (for checking the store against the rule)."""
+    from db.models import Option
+    verdicts = session.execute(select(PuzzleVerdict.puzzle_id, PuzzleVerdict.user_id, PuzzleVerdict.verdict,
+                                      PuzzleVerdict.created_at)).all()
+    kinds: dict[str, set[str]] = {}
+    hardest: dict[str, float] = {}
+    for pid, kind, d in session.execute(select(Option.puzzle_id, Option.kind, Option.difficulty)):
+        kinds.setdefault(pid, set()).add(kind)
+        if kind != "target":
+            hardest[pid] = max(hardest.get(pid, d), d)
+    facts = {pid: PuzzleFacts(video, frozenset(kinds.get(pid, ())), hardest.get(pid))
+             for pid, video in session.execute(select(Puzzle.id, Puzzle.video_id))}
     return QueueState(
         k=overlap_k(session),
         reviews=dict(session.execute(select(ReviewState.puzzle_id, ReviewState.n_reviews)).all()),
-        judged=set(session.execute(select(PuzzleVerdict.puzzle_id, PuzzleVerdict.user_id)).all()),
+        judged={(p, u) for p, u, _, _ in verdicts},
         leases=[LeaseRow(p, u, aware(s), aware(e)) for p, u, s, e in session.execute(
-            select(Lease.puzzle_id, Lease.user_id, Lease.started_at, Lease.expires_at))])
+            select(Lease.puzzle_id, Lease.user_id, Lease.started_at, Lease.expires_at))],
+        skipped={(p, u): aware(at) for p, u, v, at in verdicts if v == "skip"},
+        status=dict(session.execute(select(ReviewState.puzzle_id, ReviewState.status)).all()),
+        facts=facts)
 
 
 def release(session: Session, user_id: int, puzzle_id: str) -> None:

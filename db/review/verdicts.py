@@ -100,6 +100,8 @@ def submit_verdict(session: Session, user_id: int, puzzle_id: str, verdict: str,
             session.add(VerdictEvent(user_id=user_id, puzzle_id=puzzle_id, label=None, action="set",
                                      before=before, after=after, created_at=t))
             _recount(session, st)
+        elif verdict == "skip":      # skipped again: to the end of the skipped puzzles (db.review.queue_rule)
+            cur.created_at = t
         if lease is not None:
             session.delete(lease)
         session.flush()

@@ -1,12 +1,13 @@
-"""The GRPO training loop. One optimizer step, top to bottom:
+"""The GRPO training loop. `_train` reads top to bottom: set up (run directory, start point, model,
+optimizer), then per step `train_step`, held-out eval, log, checkpoint, stop check. One step:
 
-  1. take this process's puzzles of the step (a pure function of seed and step: resumable)
-  2. sample G completions per puzzle with the current policy
-  3. score every completion; gather all processes' rewards; group-normalised advantages
-  4. log-probs of the completions, in micro-batches, with gradient; the reference's without
-  5. clipped surrogate loss (loss_type), backward, accumulate over micro-batches
-  6. clip the gradient norm, AdamW step, schedule step
-  7. log metrics and completions (rank 0), checkpoint every save_steps, stop cleanly on SIGTERM
+  1. this process's puzzles of the step (a pure function of seed and step: resumable)
+  2. `rollout`: G sampled completions per puzzle with the current policy
+  3. `score` every completion; `advantages`: all processes' rewards gathered, group-normalised
+  4. `policy_gradient`: log-probs in micro-batches with gradient (the reference's without),
+     clipped surrogate loss (loss_type), backward, accumulated over micro-batches
+  5. `clip_and_step`: clip the gradient norm, AdamW step, schedule step
+  6. log metrics and completions (rank 0), checkpoint every save_steps, stop cleanly on SIGTERM
 
 Old log-probs equal the current ones detached (one optimisation pass per generation batch, TRL's
 default), so the ratio is 1 in value but still carries the policy gradient."""
@@ -15,6 +16,7 @@ from __future__ import annotations
 import signal
 import time
 from contextlib import nullcontext
+from dataclasses import dataclass
 
 import torch
 
@@ -67,97 +69,180 @@ def train(cfg: GRPOConfig, resume: bool = False, on_step=None, policy=None) -> d
 
 def _train(cfg: GRPOConfig, resume: bool, on_step, info: D.DistInfo, stop: StopFlag, policy) -> dict:
     data = PuzzleSet.open(cfg)
+    run = _open_run(cfg, info, resume)
+    log = RunLogger(run, info)
+    start_step, ckpt = _start_point(run, resume, log)
+    _mark_running(run, cfg, data, info, start_step)
+    trainer = _build_trainer(cfg, info, ckpt, policy, start_step, log)
+    _log_setup(trainer, data, log)
+    heldout = _heldout(cfg, info)
+
+    step, metrics = start_step, {}
+    while step < cfg.max_steps:
+        metrics = train_step(trainer, data, step, log)          # rollout, reward, advantage, loss, step
+        step += 1
+        if on_step is not None:     # before the stop check: a signal during the step stops at this step
+            on_step(step, metrics)
+        stopping = D.any_rank(stop.set, info)
+        if heldout is not None and _eval_due(cfg, step, stopping):
+            _evaluate(heldout, trainer, metrics)
+        log.metrics(step, metrics)
+        if _checkpoint_due(cfg, step, stopping):
+            save(run, step, cfg, trainer.train_model, trainer.model, trainer.processor, trainer.optimizer,
+                 trainer.scheduler, info)
+            log.info(f"checkpoint step {step}")
+        if stopping:
+            log.info(f"stopped by signal after step {step}; resume with --resume")
+            return _finish(run, info, "stopped", step, metrics)
+    summary = _finish(run, info, "finished", step, metrics)
+    log.info(f"finished at step {step}")
+    return summary
+
+
+# ---- before the first step ---------------------------------------------------------------------
+
+def _open_run(cfg: GRPOConfig, info: D.DistInfo, resume: bool) -> RunDir:
     run = RunDir(cfg.output_dir)
     if info.is_main:
         run.create(resume)
     D.barrier(info)
-    log = RunLogger(run, info)
+    return run
 
-    # ---- where to start: fresh, or the latest complete checkpoint -----------------------------
-    start_step, ckpt = 0, None
-    if resume:
-        latest = run.latest_checkpoint()
-        if latest is not None:
-            start_step, ckpt = latest
-            log.info(f"resuming from {ckpt} (step {start_step})")
-        else:
-            log.info("resume: no checkpoint yet, starting from step 0")
-    if info.is_main:
-        if start_step == 0:
-            run.write_config(data.config_yaml(cfg, info.world))
-        run.truncate_metrics(start_step)
-        run.write_status(state="running", step=start_step, max_steps=cfg.max_steps)
 
-    # ---- model, reference, optimizer ---------------------------------------------------------
+def _start_point(run: RunDir, resume: bool, log: RunLogger) -> tuple[int, object]:
+    """(step, checkpoint): step 0 and none for a fresh run, else the latest complete checkpoint."""
+    if not resume:
+        return 0, None
+    latest = run.latest_checkpoint()
+    if latest is None:
+        log.info("resume: no checkpoint yet, starting from step 0")
+        return 0, None
+    start_step, ckpt = latest
+    log.info(f"resuming from {ckpt} (step {start_step})")
+    return start_step, ckpt
+
+
+def _mark_running(run: RunDir, cfg: GRPOConfig, data: PuzzleSet, info: D.DistInfo, start_step: int) -> None:
+    if not info.is_main:
+        return
+    if start_step == 0:
+        run.write_config(data.config_yaml(cfg, info.world))
+    run.truncate_metrics(start_step)
+    run.write_status(state="running", step=start_step, max_steps=cfg.max_steps)
+
+
+@dataclass
+class Trainer:
+    """What every step works with, built once before the first step."""
+    cfg: GRPOConfig
+    info: D.DistInfo
+    model: object           # the policy itself (unwrapped)
+    train_model: object     # the policy as trained (DDP / FSDP wrapped under torchrun)
+    ref: object             # frozen reference, "adapter-disabled" (LoRA) or None (beta = 0)
+    processor: object
+    optimizer: object
+    scheduler: object
+    eos_ids: frozenset
+    pad_id: int
+    bf16: bool
+
+    def step_context(self) -> "StepContext":
+        """A fresh context (and timer) for one step."""
+        return StepContext(self.cfg, self.info, self.train_model, self.model, self.ref, self.processor,
+                           self.eos_ids, self.pad_id, self.bf16)
+
+
+def _build_trainer(cfg: GRPOConfig, info: D.DistInfo, ckpt, policy, start_step: int, log: RunLogger) -> Trainer:
     torch.manual_seed(cfg.seed)   # identical LoRA init on every rank
     model, processor = load_model(cfg, info.device, ckpt, policy)
     ref = reference_model(model, cfg)
     train_model = D.wrap_model(model, info, cfg.fsdp)
     optimizer, scheduler = make_optimizer(train_model, cfg)
     if ckpt is not None:
-        full = (lambda st: D.load_optimizer_full_state(train_model, optimizer, st)) if (cfg.fsdp and info.enabled) else None
-        checkpoint.load_optimizer_state(ckpt, optimizer, scheduler, full)
-        # The schedule follows this config (max_steps/warm-up/lr may differ from the saved run's).
-        resume_schedule(optimizer, scheduler, cfg, start_step)
-    # Sampling differs across ranks; restored exactly on resume.
+        _restore_optimizer(cfg, info, ckpt, train_model, optimizer, scheduler, start_step)
+    _seed_sampling(cfg, info, ckpt, log)
+    eos_ids, pad_id = _special_ids(model, processor)
+    return Trainer(cfg, info, model, train_model, ref, processor, optimizer, scheduler, eos_ids, pad_id,
+                   use_bf16(cfg, info.device))
+
+
+def _restore_optimizer(cfg, info, ckpt, train_model, optimizer, scheduler, start_step: int) -> None:
+    full = (lambda st: D.load_optimizer_full_state(train_model, optimizer, st)) if _sharded(cfg, info) else None
+    checkpoint.load_optimizer_state(ckpt, optimizer, scheduler, full)
+    # The schedule follows this config (max_steps/warm-up/lr may differ from the saved run's).
+    resume_schedule(optimizer, scheduler, cfg, start_step)
+
+
+def _seed_sampling(cfg: GRPOConfig, info: D.DistInfo, ckpt, log: RunLogger) -> None:
+    """Sampling differs across ranks; restored exactly on resume."""
     torch.manual_seed(cfg.seed * 1000 + info.rank)
     if ckpt is not None and not checkpoint.load_rng(ckpt, info.rank):
         log.info("checkpoint has no RNG state for this rank; sampling re-seeded")
-    bf16 = use_bf16(cfg, info.device)
+
+
+def _special_ids(model, processor) -> tuple[frozenset, int]:
     tok = processor.tokenizer
     eos_ids = frozenset(i for i in {tok.eos_token_id, *_as_list(model.generation_config.eos_token_id)}
                         if i is not None)
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    log.info(f"model {cfg.model}: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M params, "
-             f"{sum(p.numel() for p in model.parameters() if p.requires_grad) / 1e6:.2f}M trainable, "
-             f"{info.world} process(es) on {info.device.type}, bf16={bf16}, {len(data)} puzzles")
+    return eos_ids, pad_id
 
-    # Held-out puzzles (videos not trained on), answered greedily every eval_steps (heldout.py).
-    # Rank 0 alone answers them; FSDP shards the weights across ranks, so there it is skipped.
-    heldout = HeldOut.from_config(cfg) if not (cfg.fsdp and info.enabled) else None
 
-    # ---- the steps ---------------------------------------------------------------------------
-    step = start_step
-    last_metrics: dict = {}
-    while step < cfg.max_steps:
-        t0 = time.perf_counter()
-        puzzles = data.puzzles_for_step(step, info.rank, info.world)
-        ctx = StepContext(cfg, info, train_model, model, ref, processor, eos_ids, pad_id, bf16)
-        out = run_step(ctx, puzzles, data)
-        lr = optimizer.param_groups[0]["lr"]   # the lr this step applies (read before the schedule steps)
-        gn = clip_and_step(cfg, train_model, optimizer, scheduler, ctx)
-        step += 1
-        t_log = time.perf_counter()
-        log.completions(step, out["rows"], save=cfg.save_completions)
-        ctx.timer["other"] += time.perf_counter() - t_log
-        metrics = step_metrics(out, step, info, grad_norm=gn, lr=float(lr),
-                               step_s=time.perf_counter() - t0, epoch=data.epoch_of(step, info.world))
-        if on_step is not None:     # before the stop check: a signal during the step stops at this step
-            on_step(step, metrics)
-        stopping = D.any_rank(stop.set, info)
-        if heldout is not None and _eval_due(cfg, step, stopping):
-            if info.is_main:
-                metrics.update(heldout.evaluate(D.unwrap(train_model), processor))
-            D.barrier(info)
-        log.metrics(step, metrics)
-        last_metrics = metrics
-        if step % cfg.save_steps == 0 or step == cfg.max_steps or stopping:
-            save(run, step, cfg, train_model, model, processor, optimizer, scheduler, info)
-            log.info(f"checkpoint step {step}")
-        if stopping:
-            log.info(f"stopped by signal after step {step}; resume with --resume")
-            if info.is_main:
-                run.write_status(state="stopped", step=step)
-            return {"state": "stopped", "step": step, "metrics": last_metrics, "run_dir": str(run.path)}
-    if info.is_main:
-        run.write_status(state="finished", step=step)
-    log.info(f"finished at step {step}")
-    return {"state": "finished", "step": step, "metrics": last_metrics, "run_dir": str(run.path)}
+def _log_setup(t: Trainer, data: PuzzleSet, log: RunLogger) -> None:
+    params = list(t.model.parameters())
+    log.info(f"model {t.cfg.model}: {sum(p.numel() for p in params) / 1e6:.2f}M params, "
+             f"{sum(p.numel() for p in params if p.requires_grad) / 1e6:.2f}M trainable, "
+             f"{t.info.world} process(es) on {t.info.device.type}, bf16={t.bf16}, {len(data)} puzzles")
 
+
+def _heldout(cfg: GRPOConfig, info: D.DistInfo) -> HeldOut | None:
+    """Held-out puzzles (videos not trained on), answered greedily every eval_steps (heldout.py).
+    Rank 0 alone answers them; FSDP shards the weights across ranks, so there it is skipped."""
+    return HeldOut.from_config(cfg) if not _sharded(cfg, info) else None
+
+
+def _sharded(cfg: GRPOConfig, info: D.DistInfo) -> bool:
+    return bool(cfg.fsdp and info.enabled)
+
+
+# ---- after each step ---------------------------------------------------------------------------
 
 def _eval_due(cfg, step: int, stopping: bool) -> bool:
     every = cfg.eval_steps
     return step == cfg.max_steps or stopping or (every > 0 and step % every == 0)
+
+
+def _checkpoint_due(cfg: GRPOConfig, step: int, stopping: bool) -> bool:
+    return step % cfg.save_steps == 0 or step == cfg.max_steps or stopping
+
+
+def _evaluate(heldout: HeldOut, t: Trainer, metrics: dict) -> None:
+    if t.info.is_main:
+        metrics.update(heldout.evaluate(D.unwrap(t.train_model), t.processor))
+    D.barrier(t.info)
+
+
+def _finish(run: RunDir, info: D.DistInfo, state: str, step: int, metrics: dict) -> dict:
+    if info.is_main:
+        run.write_status(state=state, step=step)
+    return {"state": state, "step": step, "metrics": metrics, "run_dir": str(run.path)}
+
+
+# ---- one step ----------------------------------------------------------------------------------
+
+def train_step(t: Trainer, data: PuzzleSet, step: int, log: RunLogger) -> dict:
+    """The optimizer step that takes the run from `step` to `step + 1`; returns its metrics."""
+    t0 = time.perf_counter()
+    ctx = t.step_context()
+    puzzles = data.puzzles_for_step(step, t.info.rank, t.info.world)
+    out = run_step(ctx, puzzles, data)
+    lr = t.optimizer.param_groups[0]["lr"]   # the lr this step applies (read before the schedule steps)
+    gn = clip_and_step(t.cfg, t.train_model, t.optimizer, t.scheduler, ctx)
+    t_log = time.perf_counter()
+    log.completions(step + 1, out["rows"], save=t.cfg.save_completions)
+    ctx.timer["other"] += time.perf_counter() - t_log
+    return step_metrics(out, step + 1, t.info, grad_norm=gn, lr=float(lr),
+                        step_s=time.perf_counter() - t0, epoch=data.epoch_of(step + 1, t.info.world))
 
 
 class StepContext:
@@ -180,63 +265,110 @@ class StepContext:
         return torch.autocast(device_type=self.info.device.type, dtype=torch.bfloat16)
 
 
-def run_step(ctx: StepContext, puzzles: list, data) -> dict:
-    cfg, info, G = ctx.cfg, ctx.info, ctx.cfg.num_generations
+@dataclass
+class Rollout:
+    seq_encs: list[dict]                # the prompts, each repeated G times: sequence i is puzzle i // G's
+    completions: list[torch.Tensor]     # one sampled completion per sequence
 
-    # 2. sample G completions per puzzle
+
+def run_step(ctx: StepContext, puzzles: list, data) -> dict:
+    """Rollout, reward, advantage, loss and backward for this process's puzzles (no optimizer step)."""
+    roll = rollout(ctx, puzzles, data)
+    texts, scores = score(ctx, puzzles, roll)
+    all_r, adv, my_adv = advantages(ctx, scores)
+    stats, n_tokens_local = policy_gradient(ctx, roll, my_adv)
+    rows = completion_rows(puzzles, roll.completions, texts, scores, my_adv, ctx.info, ctx.cfg.num_generations,
+                           ctx.eos_ids)
+    return {"rewards": all_r, "adv": adv, "local_scores": scores, "stats": stats, "rows": rows,
+            "n_local": len(scores), "timer": ctx.timer, "n_tokens_local": n_tokens_local}
+
+
+def rollout(ctx: StepContext, puzzles: list, data) -> Rollout:
+    """G sampled completions per puzzle with the current policy."""
     t = time.perf_counter()
     encs = [data.encode(p, ctx.processor) for p in puzzles]
-    seq_encs = [e for e in encs for _ in range(G)]          # sequence i belongs to puzzle i // G
+    seq_encs = [e for e in encs for _ in range(ctx.cfg.num_generations)]
     completions = generate(ctx, seq_encs)
     ctx.lap("generate", t)
+    return Rollout(seq_encs, completions)
 
-    # 3. score, gather rewards from every process, advantages over whole groups
+
+def score(ctx: StepContext, puzzles: list, roll: Rollout) -> tuple[list[str], list[dict]]:
+    """(decoded texts, reward terms) of every completion."""
     t = time.perf_counter()
-    texts = ctx.processor.tokenizer.batch_decode(completions, skip_special_tokens=True)
+    cfg, G = ctx.cfg, ctx.cfg.num_generations
+    texts = ctx.processor.tokenizer.batch_decode(roll.completions, skip_special_tokens=True)
     scores = [rewards.score(cfg.reward, txt, p["answer"], [o["label"] for o in p["options"]], cfg.reward_weights)
               for i, txt in enumerate(texts) for p in [puzzles[i // G]]]
+    ctx.lap("score", t)
+    return texts, scores
+
+
+def advantages(ctx: StepContext, scores: list[dict]):
+    """Every process's rewards gathered, group-normalised over whole groups: (all rewards, the
+    GroupAdvantages, this process's slice of the advantages)."""
+    t = time.perf_counter()
+    info = ctx.info
     local_r = torch.tensor([s["reward"] for s in scores], dtype=torch.float32)
     all_r = D.all_gather_cat(local_r.to(_comm(info)), info).cpu()
-    adv = group_advantages(all_r, G, cfg.scale_rewards)
+    adv = group_advantages(all_r, ctx.cfg.num_generations, ctx.cfg.scale_rewards)
     lo = info.rank * len(local_r)
     my_adv = adv.advantages[lo:lo + len(local_r)]
     ctx.lap("score", t)
+    return all_r, adv, my_adv
 
-    # 4-5. log-probs in micro-batches, loss, backward (gradients accumulate across micro-batches)
-    n_tokens_local = sum(int(batching.completion_mask_1d(c, ctx.eos_ids).sum()) for c in completions)
+
+def policy_gradient(ctx: StepContext, roll: Rollout, my_adv: torch.Tensor) -> tuple[dict, int]:
+    """Log-probs in micro-batches, clipped surrogate loss, backward: gradients accumulate across
+    micro-batches. Returns (loss / kl / clip / entropy sums, this process's completion tokens)."""
+    cfg, info = ctx.cfg, ctx.info
+    n_tokens_local = sum(int(batching.completion_mask_1d(c, ctx.eos_ids).sum()) for c in roll.completions)
     dapo_norm = D.all_sum(n_tokens_local, info) / info.world
+    n = len(roll.seq_encs)
     mb = cfg.per_device_train_batch_size
-    chunks = [range(s, min(s + mb, len(seq_encs))) for s in range(0, len(seq_encs), mb)]
+    chunks = [range(s, min(s + mb, n)) for s in range(0, n, mb)]
     stats = {"loss": 0.0, "kl": 0.0, "clip_low": 0.0, "clip_high": 0.0, "entropy": 0.0, "tokens": 0.0}
     ctx.train_model.train()
     for k, idx in enumerate(chunks):
-        batch = batching.collate([seq_encs[i] for i in idx], [completions[i] for i in idx], ctx.pad_id,
-                                 info.device, ctx.eos_ids)
-        ref_logps = (reference_logps(ctx, [seq_encs[i] for i in idx], [completions[i] for i in idx],
-                                     batch["completion_mask"].shape[1]) if cfg.beta else None)
-        sync = k == len(chunks) - 1
-        with (nullcontext() if sync or not hasattr(ctx.train_model, "no_sync") else ctx.train_model.no_sync()):
-            t = time.perf_counter()
-            logps, entropy = completion_logps(ctx, ctx.train_model, batch, with_entropy=True)
-            out = grpo_loss(logps, logps.detach(), my_adv[list(idx)].to(logps.device), batch["completion_mask"],
-                            loss_type=cfg.loss_type, epsilon=cfg.epsilon, epsilon_high=cfg.eps_high,
-                            beta=cfg.beta, ref_logps=ref_logps, max_completion_length=cfg.max_completion_length,
-                            grad_accum=len(chunks), dapo_normalizer=dapo_norm)
-            ctx.lap("logprob", t)
-            t = time.perf_counter()
-            out.loss.backward()
-            ctx.lap("backward", t)
-        m = batch["completion_mask"].float()
-        w = out.n_tokens
-        stats["loss"] += out.policy_loss / len(chunks)
-        for key, val in (("kl", out.kl), ("clip_low", out.clip_low), ("clip_high", out.clip_high)):
-            stats[key] += val * w
-        stats["entropy"] += float((entropy * m).sum())
-        stats["tokens"] += w
+        encs, comps = [roll.seq_encs[i] for i in idx], [roll.completions[i] for i in idx]
+        batch = batching.collate(encs, comps, ctx.pad_id, info.device, ctx.eos_ids)
+        ref_logps = reference_logps(ctx, encs, comps, batch["completion_mask"].shape[1]) if cfg.beta else None
+        with _grad_sync(ctx.train_model, last=k == len(chunks) - 1):
+            out, entropy = _micro_batch_backward(ctx, batch, my_adv[list(idx)], ref_logps, len(chunks), dapo_norm)
+        _add_stats(stats, out, entropy, batch["completion_mask"], len(chunks))
+    return stats, n_tokens_local
 
-    rows = completion_rows(puzzles, completions, texts, scores, my_adv, info, G, ctx.eos_ids)
-    return {"rewards": all_r, "adv": adv, "local_scores": scores, "stats": stats, "rows": rows,
-            "n_local": len(local_r), "timer": ctx.timer, "n_tokens_local": n_tokens_local}
+
+def _grad_sync(train_model, last: bool):
+    """DDP all-reduces gradients on the last micro-batch only."""
+    if last or not hasattr(train_model, "no_sync"):
+        return nullcontext()
+    return train_model.no_sync()
+
+
+def _micro_batch_backward(ctx: StepContext, batch: dict, adv: torch.Tensor, ref_logps, n_chunks: int,
+                          dapo_norm: float):
+    cfg = ctx.cfg
+    t = time.perf_counter()
+    logps, entropy = completion_logps(ctx, ctx.train_model, batch, with_entropy=True)
+    out = grpo_loss(logps, logps.detach(), adv.to(logps.device), batch["completion_mask"],
+                    loss_type=cfg.loss_type, epsilon=cfg.epsilon, epsilon_high=cfg.eps_high,
+                    beta=cfg.beta, ref_logps=ref_logps, max_completion_length=cfg.max_completion_length,
+                    grad_accum=n_chunks, dapo_normalizer=dapo_norm)
+    ctx.lap("logprob", t)
+    t = time.perf_counter()
+    out.loss.backward()
+    ctx.lap("backward", t)
+    return out, entropy
+
+
+def _add_stats(stats: dict, out, entropy: torch.Tensor, completion_mask: torch.Tensor, n_chunks: int) -> None:
+    w = out.n_tokens
+    stats["loss"] += out.policy_loss / n_chunks
+    for key, val in (("kl", out.kl), ("clip_low", out.clip_low), ("clip_high", out.clip_high)):
+        stats[key] += val * w
+    stats["entropy"] += float((entropy * completion_mask.float()).sum())
+    stats["tokens"] += w
 
 
 @torch.no_grad()
