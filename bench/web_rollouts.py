@@ -33,8 +33,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "scripts"))
 G = 8
 
-# In the page: when a puzzle is clicked in the dropdown (capturing mousedown), and when the Train
-# page's first live point appeared (Date.now, to compare with the trainer's own clock).
+# In the page: when a puzzle is clicked in the dropdown (capturing mousedown), and when Launch was
+# pressed (Date.now, to compare with the trainer's own clock). The first live point is found by
+# polling every 100 ms (POINT_JS): a MutationObserver over the whole Train page, which Gradio
+# mutates on every 1 s tick, slowed the page until the point went unseen for minutes.
 OBSERVE_JS = """
 () => {
   window.mvpT = {down: null, click: null, point: null};
@@ -42,10 +44,13 @@ OBSERVE_JS = """
     if (e.target.closest && e.target.closest('li[role=option]')) window.mvpT.down = performance.now();
     if (e.target.closest && e.target.closest('#train-launch')) window.mvpT.click = Date.now();
   }, true);
-  new MutationObserver(() => {
-    if (window.mvpT.point === null && document.querySelector('#train-reward-chart circle[data-series=reward]'))
-      window.mvpT.point = Date.now();
-  }).observe(document.documentElement, {subtree: true, childList: true, attributes: true});
+}
+"""
+POINT_JS = """
+() => {
+  if (!document.querySelector('#train-reward-chart circle[data-series=reward]')) return false;
+  window.mvpT.point = window.mvpT.point || Date.now();
+  return true;
 }
 """
 # Both groups in the page (G rows each) for puzzle `old` != the shown one, every image loaded.
@@ -157,7 +162,7 @@ def train_point(page, base: str) -> dict:
     page.locator("#train-max-steps input").fill("2")
     page.locator("#train-max-len input").fill("8")
     page.click("#train-launch")
-    page.wait_for_function("window.mvpT.point !== null", timeout=300000)
+    page.wait_for_function(POINT_JS, polling=100, timeout=600000)
     t = page.evaluate("window.mvpT")
     return {"click_to_point_s": (t["point"] - t["click"]) / 1000.0}
 
