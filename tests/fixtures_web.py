@@ -171,11 +171,11 @@ def browser():
         b.close()
 
 
-def login(browser, app: WebApp, name: str, password: str | None = None, path: str = "/"):
-    """A fresh browser context logged in as `name`; returns (context, page) at `path`."""
+def login(browser, app: WebApp | str, name: str, password: str | None = None, path: str = "/"):
+    """A fresh browser context logged in as `name` on `app` (or a base URL); returns (context, page) at `path`."""
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = ctx.new_page()
-    page.goto(app.url + path)
+    page.goto((app if isinstance(app, str) else app.url) + path)
     page.fill("#login-user", name)
     page.fill("#login-password", password or PASSWORDS[name])
     page.click("#login-submit")
