@@ -7,9 +7,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from mvp_core.errors import UserError
+from mvp_core.jsonl import read_jsonl
 
 SYNTH_VERSION = "2"  # 2: flat frames, guard against shown frames, overlap control
 LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+RECORD_KEYS = ("id", "frames", "mask", "options", "answer")   # what a trainer needs of a record
 
 
 @dataclass
@@ -95,3 +100,21 @@ def canonical_json(obj) -> str:
 def stable_id(*parts) -> str:
     """Short deterministic id from any JSON-able parts."""
     return hashlib.sha256(canonical_json(parts).encode()).hexdigest()[:20]
+
+
+def read_puzzles_jsonl(path: str | Path, what: str = "puzzles file", split: str = "") -> list[dict]:
+    """The puzzle records of a puzzles.jsonl file, only those of `split` when given (records carry
+    `split` when exported from a frozen curated set). A missing file, a line that is not a record
+    with RECORD_KEYS, or no records at all is a one-line UserError."""
+    out = []
+    for n, rec in read_jsonl(path, what, "not a JSON puzzle record"):
+        if not isinstance(rec, dict):
+            raise UserError(f"{path}:{n}: not a JSON puzzle record (a {type(rec).__name__}, not an object)")
+        missing = set(RECORD_KEYS) - set(rec)
+        if missing:
+            raise UserError(f"{path}:{n}: puzzle record lacks {', '.join(sorted(missing))}")
+        if not split or rec.get("split") == split:
+            out.append(rec)
+    if not out:
+        raise UserError(f"{path} holds no puzzles" + (f" of split {split!r}" if split else ""))
+    return out

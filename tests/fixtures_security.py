@@ -179,3 +179,36 @@ def puzzle_state(c: httpx.Client) -> dict:
     r = c.post("/curate/api/load", json={})
     assert r.status_code == 200, r.text
     return r.json()["state"]
+
+
+def gradio_event(c: httpx.Client, page: str, session_hash: str, fn_index: int, data: list) -> tuple[bool, object]:
+    """Run one Gradio event of `page` in a session, as the browser does (queue/join, then read the
+    session's event stream to its end): (success, output; on failure {"error": message})."""
+    body = json.dumps({"data": data, "fn_index": fn_index, "session_hash": session_hash})   # NaN passes as NaN
+    r = c.post(f"/{page}/gradio_api/queue/join", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == 200, (r.status_code, r.text[:300])
+    event_id = r.json()["event_id"]
+    with c.stream("GET", f"/{page}/gradio_api/queue/data", params={"session_hash": session_hash}) as resp:
+        for line in resp.iter_lines():
+            if not line.startswith("data:"):
+                continue
+            msg = json.loads(line[5:])
+            if msg.get("msg") == "process_completed" and msg.get("event_id") == event_id:
+                return bool(msg.get("success")), msg.get("output")
+    raise AssertionError(f"event {fn_index} of {page} did not complete")
+
+
+def gradio_page_session(c: httpx.Client, page: str) -> tuple[str, dict]:
+    """Open `page` as a browser does: a new session with every load event run (so its dropdowns hold
+    the choices the server gave this session). Returns (session hash, {api_name: fn_index})."""
+    import secrets
+    cfg = c.get(f"/{page}/config").json()
+    session_hash = secrets.token_hex(6)
+    apis = {}
+    for dep in cfg["dependencies"]:
+        if dep.get("api_name"):
+            apis[dep["api_name"]] = dep["id"]
+        if any(t[1] == "load" for t in dep["targets"]):
+            ok, out = gradio_event(c, page, session_hash, dep["id"], [])
+            assert ok, out
+    return session_hash, apis

@@ -99,3 +99,33 @@ def test_synth_cli_reports_a_bad_setting_in_one_line(tmp_path, capsys):
     assert main(["synth", str(tmp_path), "--data", str(tmp_path / "d"), "--max-overlap", "1.5"]) == 2
     assert capsys.readouterr().err.strip() == "error: max_overlap must be in [0, 1], got 1.5"
     assert not (tmp_path / "d").exists()                          # refused before anything was written
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--workers", "0"], "workers must be >= 1, got 0"),
+    (["--workers", "5000"], "workers must be in [1, 1024], got 5000"),
+    (["--engine", "rey"], "engine must be one of local, ray, not 'rey' (did you mean 'ray'?)"),
+    (["--timeout", "0"], "timeout must be > 0, got 0"),
+    (["--timeout", "nan"], "timeout must be a finite number, got nan"),
+    (["--stall-timeout", "-1"], "stall_timeout must be > 0, got -1"),
+])
+def test_synth_cli_refuses_a_bad_run_setting_in_one_line(tmp_path, capsys, flags, message):
+    from app.cli import main
+    assert main(["synth", str(tmp_path), "--data", str(tmp_path / "d"), *flags]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {message}"
+    assert not (tmp_path / "d").exists()                          # refused before anything was written
+
+
+def test_synth_print_config_shows_every_setting_with_its_documentation(tmp_path, capsys):
+    from app.cli import main
+    from mvp_core.synth.config import SynthRunConfig
+    assert main(["synth", "--print-config", "--workers", "3", "--engine", "ray", "--timeout", "90",
+                 "--data", str(tmp_path / "d")]) == 0
+    out = capsys.readouterr().out
+    for key in [*SynthConfig.model_fields, *SynthRunConfig.model_fields]:
+        assert f"\n{key}: " in out, key
+    assert "\nworkers: 3\n" in out and "\nengine: ray\n" in out and "\ntimeout: 90.0\n" in out
+    assert "# Worker processes (or Ray tasks in flight) at once. Range: [1, 1024].\nworkers: 3" in out
+    assert not (tmp_path / "d").exists()
+    assert main(["synth", "--data", str(tmp_path / "d")]) == 2    # without --print-config a folder is needed
+    assert "give at least one VIDEO_DIR" in capsys.readouterr().err

@@ -5,6 +5,7 @@ only on a puzzle leased to the curator or one they judged before (db/review/acce
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from fixtures_security import PASSWORD, http_login
@@ -141,3 +142,96 @@ def test_stop_ends_a_run_that_ignores_sigterm_within_seconds(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+@pytest.fixture(scope="module")
+def train_page(sec_server, sec_data):
+    """A researcher's Train page session over HTTP, a curated set and the tiny model to train on."""
+    from sqlalchemy import select
+
+    from db.models import Puzzle
+    from db.sets import list_sets, store_set
+    from fixtures_security import gradio_page_session
+    from fixtures_web import PASSWORDS
+    from mvp_core.model.tiny import build_tiny_model
+    data, _, Session = sec_data
+    with Session() as s:
+        if "sec-train-set" not in {x["name"] for x in list_sets(s)}:
+            store_set(s, "sec-train-set", list(s.scalars(select(Puzzle.record_json).order_by(Puzzle.id).limit(12))),
+                      0, 0, {})
+            s.commit()
+    if not (data / "tiny-model" / "config.json").is_file():
+        build_tiny_model(data / "tiny-model", seed=0)
+    c = http_login(sec_server.url, "rhea", PASSWORDS["rhea"])
+    session_hash, apis = gradio_page_session(c, "train")
+    return c, session_hash, apis["train_launch"], data
+
+
+GOOD = {"trainer": "grpo", "set": "sec-train-set", "reward": "mvp", "max_steps": 2, "save_steps": 2,
+        "num_generations": 2, "learning_rate": 1e-6, "loss_type": "dr_grpo", "beta": 0.0,
+        "max_completion_length": 8, "yaml": ""}
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(8))
+BAD_LAUNCHES = [   # (what is changed, the words of the one-line answer)
+    ({"yaml": "learning_rate: &lr 1.0e-6\nwarmup_steps: *lr\n"}, "anchors and aliases are not allowed"),
+    ({"yaml": LAUGHS}, "anchors and aliases are not allowed"),
+    ({"yaml": "# " + "x" * 70_000 + "\n"}, "larger than 64 KiB"),
+    ({"yaml": "temperature: .nan\n"}, "temperature"),
+    ({"yaml": "top_p: .inf\n"}, "top_p"),
+    ({"learning_rate": float("nan")}, "learning_rate must be a finite number"),
+    ({"learning_rate": float("inf")}, "learning_rate must be a finite number"),
+    ({"beta": float("nan")}, "beta must be a finite number"),
+    ({"beta": float("-inf")}, "beta must be a finite number"),
+    ({"learning_rate": 5.0}, "learning_rate"),
+    ({"max_steps": 10 ** 9}, "max_steps"),
+    ({"max_steps": float("nan")}, "max_steps must be a finite number"),
+    ({"max_steps": 2.5}, "max_steps must be a whole number"),
+    ({"max_completion_length": 10 ** 9}, "max_completion_length"),
+    ({"num_generations": 100_000}, "num_generations"),
+    ({"max_steps": None}, "max_steps is empty"),
+    ({"save_steps": None}, "save_steps is empty"),
+    ({"max_steps": "12; rm -rf /"}, "max_steps must be a number"),
+]
+
+
+def _launch(c, session_hash, fn, data, fields: dict):
+    from fixtures_security import gradio_event
+    v = {**GOOD, **fields}
+    args = [v["trainer"], v["set"], str(data / "tiny-model"), v["reward"], v["max_steps"], v["save_steps"],
+            v["num_generations"], v["learning_rate"], v["loss_type"], v["beta"], v["max_completion_length"], v["yaml"]]
+    return gradio_event(c, "train", session_hash, fn, args)
+
+
+@pytest.mark.parametrize("fields,words", BAD_LAUNCHES, ids=[f"{next(iter(f))}-{i}" for i, (f, _) in enumerate(BAD_LAUNCHES)])
+def test_train_form_refuses_unbounded_input_over_http(train_page, fields, words):
+    """The Train page's launch event, called over HTTP as the page calls it: YAML with anchors or
+    aliases (a billion laughs), oversized YAML, NaN / Infinity, numbers past their documented bounds
+    and an empty field are each refused with one line; no run folder is made and nothing starts."""
+    c, session_hash, fn, data = train_page
+    runs_before = sorted(p.name for p in (data / "runs").iterdir()) if (data / "runs").is_dir() else []
+    active = data / "train" / "active.json"
+    active_before = active.read_text() if active.exists() else None
+    t = time.perf_counter()
+    ok, out = _launch(c, session_hash, fn, data, fields)
+    took = time.perf_counter() - t
+    assert not ok, out
+    err = out["error"]
+    assert words in err and "\n" not in err and "Traceback" not in err, err
+    assert took < 10, took                       # refused at once (the YAML is never expanded)
+    assert (sorted(p.name for p in (data / "runs").iterdir()) if (data / "runs").is_dir() else []) == runs_before
+    assert (active.read_text() if active.exists() else None) == active_before
+
+
+def test_train_form_launches_with_good_input_over_http(train_page):
+    """The same call with every value in bounds does launch (so the refusals above are the bounds'
+    doing, not a broken call); the run is stopped at once."""
+    from app.web import jobs
+    c, session_hash, fn, data = train_page
+    ok, out = _launch(c, session_hash, fn, data, {})
+    try:
+        assert ok, out
+        assert "launched" in json.dumps(out)
+        job = jobs.active(data)
+        assert job is not None and (data / "runs" / job["run_dir"].rsplit("/", 1)[-1]).is_dir()
+    finally:
+        jobs.stop(data, grace_s=5)

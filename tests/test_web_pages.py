@@ -46,6 +46,74 @@ def test_researcher_sees_a_videos_rollouts(web_app, browser):
     ctx.close()
 
 
+def _second_run(Session, run_id: str) -> None:
+    """Another run (older, so not the page's default) that answered the same puzzles: its base model
+    and a step-3 checkpoint, G answers each, scored by the real reward."""
+    from datetime import datetime, timezone
+
+    from db.models import Puzzle
+    from db.models.runs import Checkpoint, Rollout, Run
+    from mvp_core.reward import score_completion
+    with Session() as s:
+        s.add(Run(id=run_id, name="second", kind="train", model_path="tiny-random-qwen25vl", config={},
+                  status="done", created_at=datetime(2001, 1, 1, tzinfo=timezone.utc)))
+        s.flush()
+        ck = Checkpoint(run_id=run_id, step=3, path="ckpt-3")
+        s.add(ck)
+        s.flush()
+        import json
+        for row in s.scalars(select(Puzzle).order_by(Puzzle.id)):
+            rec = json.loads(row.record_json)
+            labels = [o["label"] for o in rec["options"]]
+            for cid in (None, ck.id):
+                for g in range(G):
+                    text = f"<think>{run_id} {cid} {g}</think><answer>{', '.join(labels[:len(rec['answer'])])}</answer>"
+                    t = score_completion(text, rec["answer"], labels)
+                    s.add(Rollout(run_id=run_id, checkpoint_id=cid, puzzle_id=row.id, sample_index=g,
+                                  completion=text, chosen_labels=t.labels, format=t.format, selection=t.selection,
+                                  order=t.order, exact=t.exact, total=t.total))
+        s.commit()
+
+
+def _drop_run(Session, run_id: str) -> None:
+    from sqlalchemy import delete
+
+    from db.models.runs import Checkpoint, Rollout, Run
+    with Session() as s:
+        s.execute(delete(Rollout).where(Rollout.run_id == run_id))
+        s.execute(delete(Checkpoint).where(Checkpoint.run_id == run_id))
+        s.execute(delete(Run).where(Run.id == run_id))
+        s.commit()
+
+
+def test_switching_runs_with_the_same_puzzle_shows_the_new_runs_answers(web_app, browser):
+    """Two runs answered the same puzzles. Switching the left version to the other run puts that
+    run's answers on both sides (its base model beside its own checkpoint), never the previous run's
+    group left over on the right; and back again."""
+    other = "web-test-run-b"
+    _second_run(web_app.Session, other)
+    ctx, page = login(browser, web_app, "rhea", path="/rollouts/")
+    try:
+        page.wait_for_selector("#ro-right .mvp-answer-row", timeout=30000)
+        assert f"{RUN_ID} · step 5" in page.inner_text("#ro-right h4")
+        pid = page.locator("#ro-puzzle-view").get_attribute("data-puzzle-id")
+        pick(page, "ro-ckpt", f"{other} · base model")
+        page.wait_for_selector(f"#ro-left h4:has-text('{other} · base model')", timeout=15000)
+        page.wait_for_selector(f"#ro-right h4:has-text('{other} · step 3')", timeout=15000)
+        assert page.locator("#ro-puzzle-view").get_attribute("data-puzzle-id") == pid     # the same puzzle id
+        assert "step 3" in page.input_value("#ro-ckpt2 input") and other in page.input_value("#ro-ckpt2 input")
+        for side in ("left", "right"):
+            thinks = page.locator(f"#ro-{side} .mvp-think").all_inner_texts()
+            assert len(thinks) == G and all(t.startswith(other) for t in thinks), (side, thinks)
+        pick(page, "ro-ckpt", f"{RUN_ID} · base model")
+        page.wait_for_selector(f"#ro-left h4:has-text('{RUN_ID} · base model')", timeout=15000)
+        page.wait_for_selector(f"#ro-right h4:has-text('{RUN_ID} · step 5')", timeout=15000)
+        assert not any(t.startswith(other) for t in page.locator("#ro-right .mvp-think").all_inner_texts())
+    finally:
+        ctx.close()
+        _drop_run(web_app.Session, other)
+
+
 def test_zero_variance_group_is_flagged(web_app, browser):
     from db import review
     from db.models import Puzzle, Video

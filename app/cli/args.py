@@ -1,9 +1,59 @@
 """Argument helpers every subcommand shares, so a flag means the same thing everywhere."""
 from __future__ import annotations
 
+from pathlib import Path
+
 
 def add_db_args(p, *, db_required_for: str = "") -> None:
     """The --db / --data pair (see docs/ARCHITECTURE.md, "Interfaces")."""
     extra = f" for {db_required_for}" if db_required_for else ""
     p.add_argument("--db", help=f"database URL{extra} (default $MVP_DATABASE_URL or SQLite in the data directory)")
     p.add_argument("--data", help=f"data directory{extra} (default $MVP_DATA_DIR or ./data)")
+
+
+def add_trainer_args(p) -> None:
+    """What `mvp train` and `mvp sft` share: CONFIG [key=value ...], --resume, --set NAME (with
+    --db/--data) and --print-config."""
+    p.add_argument("config", nargs="?", help="YAML config file (optional when every setting is given as key=value)")
+    p.add_argument("overrides", nargs="*", help="key=value settings that override the file, e.g. max_steps=10")
+    p.add_argument("--resume", action="store_true", help="continue the run in output_dir from its latest checkpoint")
+    p.add_argument("--set", dest="set_name", help="snapshot this curated set from the database as the puzzles file")
+    add_db_args(p, db_required_for="--set")
+    p.add_argument("--print-config", action="store_true", help="print the resolved config with documentation and exit")
+
+
+def config_and_overrides(args) -> tuple[str | None, list[str]]:
+    """(config file or None, overrides): `mvp train key=value ...` without a file puts the first
+    key=value where CONFIG goes."""
+    path, overrides = args.config, list(args.overrides)
+    if path and "=" in path and not Path(path).exists():
+        return None, [path] + overrides
+    return path, overrides
+
+
+def use_set_flag(cfg, args) -> None:
+    """--set NAME: train on a snapshot of that curated set, written into the run directory."""
+    if not args.set_name:
+        return
+    cfg.puzzles = str(snapshot_set(args.set_name, Path(cfg.output_dir), args.db, args.data, args.resume))
+    cfg.set_name = args.set_name
+    cfg.data_dir = cfg.data_dir or str(_data_dir(args.data))
+
+
+def _data_dir(explicit):
+    from db.engine import data_dir
+    return data_dir(explicit)
+
+
+def snapshot_set(name: str, run_dir: Path, db_url, data, resume: bool) -> Path:
+    """Write the curated set's puzzle records to RUN/puzzles.jsonl (kept on --resume, so a resumed
+    run trains on exactly the same snapshot even if the set was edited since)."""
+    out = run_dir / "puzzles.jsonl"
+    if resume and out.is_file():
+        return out
+    from db.engine import database_url, open_db
+    from db.sets import snapshot_set as write_snapshot
+    d = _data_dir(data)
+    Session = open_db(database_url(db_url, d), d)
+    with Session() as s:
+        return write_snapshot(s, name, out)

@@ -73,16 +73,9 @@ def load_puzzles(args) -> tuple[list[dict], Path]:
     """Puzzle records from --puzzles FILE or --set NAME, and the data directory holding their frames."""
     from db.engine import data_dir
     if args.puzzles:
+        from mvp_core.jsonl import read_jsonl
         path = Path(args.puzzles)
-        if not path.is_file():
-            raise UserError(f"puzzles file {path} does not exist")
-        records = []
-        for i, line in enumerate(path.read_text().splitlines(), 1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    raise UserError(f"{path}:{i}: not JSON ({e.msg})") from None
+        records = [rec for _, rec in read_jsonl(path, "puzzles file")]
         # Frame uris are relative to the data directory; by default the file's own directory.
         data = data_dir(args.data) if args.data else path.resolve().parent
     else:

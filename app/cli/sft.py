@@ -4,9 +4,8 @@ curated set from the database into the run directory first."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from app.cli.args import add_db_args
+from app.cli.args import add_trainer_args, config_and_overrides, use_set_flag
 
 
 def register(sub) -> None:
@@ -14,30 +13,19 @@ def register(sub) -> None:
                        description="Supervised fine-tuning on the puzzles' answers, loss on completion tokens "
                                    "only. Settings: a YAML file, then key=value overrides (--print-config lists "
                                    "every key with its documentation).")
-    p.add_argument("config", nargs="?", help="YAML config file (optional when every setting is key=value)")
-    p.add_argument("overrides", nargs="*", help="key=value settings that override the file, e.g. max_steps=10")
-    p.add_argument("--resume", action="store_true", help="continue the run in output_dir from its latest checkpoint")
-    p.add_argument("--set", dest="set_name", help="snapshot this curated set from the database as the puzzles file")
-    add_db_args(p, db_required_for="--set")
-    p.add_argument("--print-config", action="store_true", help="print the resolved config with documentation and exit")
+    add_trainer_args(p)
     p.set_defaults(func=_sft)
 
 
 def _sft(args) -> int:
     from mvp_core.grpo.sft_config import SFTConfig, load_sft_config
 
-    path, overrides = args.config, list(args.overrides)
-    if path and "=" in path and not Path(path).exists():
-        path, overrides = None, [path] + overrides
+    path, overrides = config_and_overrides(args)
     cfg = load_sft_config(path, overrides)
     if args.print_config:
         print(SFTConfig.documented_yaml(cfg), end="")
         return 0
-    if args.set_name:
-        from app.cli.train import _data_dir, snapshot_set
-        cfg.puzzles = str(snapshot_set(args.set_name, Path(cfg.output_dir), args.db, args.data, args.resume))
-        cfg.set_name = args.set_name
-        cfg.data_dir = cfg.data_dir or str(_data_dir(args.data))
+    use_set_flag(cfg, args)
     from mvp_core.grpo.data import PuzzleSet
     PuzzleSet.open(cfg)            # bad input fails before torch is imported
     from mvp_core.grpo.sft import train_sft

@@ -5,11 +5,12 @@ import sys
 import time
 
 from app.cli.args import add_db_args
+from mvp_core.errors import UserError
 
 
 def register(sub) -> None:
     p = sub.add_parser("synth", help="turn folders of videos into MVP puzzles")
-    p.add_argument("inputs", nargs="+", metavar="VIDEO_DIR", help="folders (searched recursively) or files")
+    p.add_argument("inputs", nargs="*", metavar="VIDEO_DIR", help="folders (searched recursively) or files")
     add_db_args(p)
     p.add_argument("--per-video", type=int, default=3, help="puzzles per video, from different start times")
     p.add_argument("--n", type=int, default=8, help="keyframes per puzzle (N)")
@@ -22,8 +23,8 @@ def register(sub) -> None:
     p.add_argument("--hardness", choices=["hard", "random"], default="hard", help="distractor choice")
     p.add_argument("--embedder", default="pixel", help="'pixel' or 'clip:/local/clip/dir'")
     p.add_argument("--max-side", type=int, default=640, help="stored frames' longest side in pixels")
-    p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--engine", choices=["local", "ray"], default="local")
+    p.add_argument("--workers", type=int, default=1, help="worker processes (or Ray tasks in flight) at once")
+    p.add_argument("--engine", default="local", help="local (processes on this machine) or ray")
     p.add_argument("--ray-address", default=None, help="connect to a Ray cluster instead of starting one")
     p.add_argument("--max-overlap", type=float, default=0.0,
                    help="share of a puzzle's targets that may repeat a target or shown frame of another puzzle "
@@ -36,6 +37,8 @@ def register(sub) -> None:
                    help="kill a worker that reports no decoding progress for this many seconds")
     p.add_argument("--retry-failed", action="store_true", help="retry files skipped by an earlier run")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--print-config", action="store_true",
+                   help="print the resolved settings with their documentation and exit")
     p.set_defaults(func=run)
 
 
@@ -69,28 +72,45 @@ class _Tally:
             self.skipped.append(f"  SKIP {res.path}: {res.reason}")
 
 
-def _config(args):
+def _config(args, check_embedder: bool = True):
+    """The settings that change the puzzles, validated: a bad one is one line, before anything is written."""
     from mvp_core.synth.config import SynthConfig
     from mvp_core.synth.embed import EmbedderSpec
-    cfg = SynthConfig.from_values({   # validated: a bad setting is one line, before anything is written
+    cfg = SynthConfig.from_values({
         "fps": args.fps, "n": args.n, "m": args.m, "l": args.l, "kappa": args.kappa, "per_video": args.per_video,
         "seed": args.seed, "tail": args.tail, "hardness": args.hardness,
         "embedder": str(EmbedderSpec.parse(args.embedder)), "max_side": args.max_side,
         "max_overlap": args.max_overlap, "cross_video": args.cross_video})
-    if cfg.embedder.startswith("clip:"):
+    if check_embedder and cfg.embedder.startswith("clip:"):
         EmbedderSpec.parse(cfg.embedder).build()  # fail fast, once, on a bad checkpoint path
     return cfg
 
 
-def _todo(args, tally: _Tally) -> None:
+def _run_config(args):
+    """How the work is run (never changes the puzzles), validated the same way."""
+    from mvp_core.synth.config import SynthRunConfig
+    return SynthRunConfig.from_values({
+        "workers": args.workers, "engine": args.engine, "ray_address": args.ray_address or None,
+        "timeout": args.timeout, "stall_timeout": args.stall_timeout, "retry_failed": args.retry_failed})
+
+
+def _print_config(cfg, settings) -> None:
+    from mvp_core.synth.config import SynthConfig, SynthRunConfig
+    print("# ---- what the puzzles are (part of every puzzle id)")
+    print(SynthConfig.documented_yaml(cfg), end="")
+    print("# ---- how the work is run (never changes the puzzles)")
+    print(SynthRunConfig.documented_yaml(settings), end="")
+
+
+def _todo(inputs: list[str], tally: _Tally, retry_failed: bool) -> None:
     """The files to process (into tally.keys); refused and already handled ones are counted."""
     from db.synth_store import file_key, previous
     from mvp_core.video.scan import scan
-    for c in scan(args.inputs):
+    for c in scan(inputs):
         key = file_key(c.path)
         with tally.Session_() as s:
             prev = previous(s, key, tally.params_key)
-        if prev is not None and (prev.status == "done" or not args.retry_failed):
+        if prev is not None and (prev.status == "done" or not retry_failed):
             tally.stats["already"] += 1
         elif c.skip_reason:
             tally.skip(key, c.path, c.skip_reason)
@@ -99,20 +119,38 @@ def _todo(args, tally: _Tally) -> None:
 
 
 def run(args) -> int:
-    from tqdm import tqdm
-
     from db.engine import data_dir, open_db
     from db.synth_store import write_jsonl
 
     t0 = time.perf_counter()
-    cfg = _config(args)
+    cfg, settings = _config(args, check_embedder=not args.print_config), _run_config(args)
+    if args.print_config:
+        _print_config(cfg, settings)
+        return 0
+    if not args.inputs:
+        raise UserError("synth: give at least one VIDEO_DIR (a folder of videos or a video file)")
     data = data_dir(args.data)
     data.mkdir(parents=True, exist_ok=True)
     tally = _Tally(open_db(args.db, data), cfg.key())
-    _todo(args, tally)
-    todo, stats = tally.keys, tally.stats
-    bar = tqdm(total=len(todo), unit="video", desc="synth", disable=args.quiet or not todo, file=sys.stderr)
-    held: list = []  # --cross-video: results wait for every video's donor frames (kept in memory)
+    _todo(args.inputs, tally, settings.retry_failed)
+    bar = _progress_bar(tally, args.quiet)
+    held = _process_all(tally, cfg, settings, data, bar)
+    _store_held(held, tally, cfg, data)
+    bar.close()
+    n_records = write_jsonl(tally.Session_, data / "puzzles.jsonl")
+    _summary(tally, data, n_records, time.perf_counter() - t0)
+    return 0
+
+
+def _progress_bar(tally: _Tally, quiet: bool):
+    from tqdm import tqdm
+    return tqdm(total=len(tally.keys), unit="video", desc="synth", disable=quiet or not tally.keys, file=sys.stderr)
+
+
+def _process_all(tally: _Tally, cfg, settings, data, bar) -> list:
+    """Every file to do, on the chosen engine; returns the results held back for --cross-video
+    (they wait for every video's donor frames, kept in memory); the others are stored as they come."""
+    held: list = []
 
     def on_result(res) -> None:
         if cfg.cross_video and res.ok:
@@ -120,29 +158,37 @@ def run(args) -> int:
         else:
             tally.store(res)
         bar.update(1)
-        bar.set_postfix(puzzles=stats["puzzles"], skipped=stats["skipped"])
+        bar.set_postfix(puzzles=tally.stats["puzzles"], skipped=tally.stats["skipped"])
 
+    todo = tally.keys
+    if not todo:
+        return held
     # largest files first: the long videos start early and the small ones fill in (fewer idle workers at the end)
     order = sorted(todo, key=lambda p: -todo[p][1])
-    if todo:
-        if args.engine == "ray":
-            from mvp_core.synth.ray_engine import run_ray
-            run_ray(order, cfg, str(data), args.workers, args.timeout, on_result, args.ray_address)
-        else:
-            from mvp_core.synth.workers import run_local
-            run_local(order, cfg, str(data), args.workers, args.timeout, on_result, stall_s=args.stall_timeout)
-    if held:
-        from mvp_core.synth.cross_video import add_cross_video
-        add_cross_video(held, cfg, str(data))
-        for res in sorted(held, key=lambda r: r.path):
-            tally.store(res)
-    bar.close()
-    n_records = write_jsonl(tally.Session_, data / "puzzles.jsonl")
-    secs = time.perf_counter() - t0
+    if settings.engine == "ray":
+        from mvp_core.synth.ray_engine import run_ray
+        run_ray(order, cfg, str(data), settings.workers, settings.timeout, on_result, settings.ray_address)
+    else:
+        from mvp_core.synth.workers import run_local
+        run_local(order, cfg, str(data), settings.workers, settings.timeout, on_result,
+                  stall_s=settings.stall_timeout)
+    return held
+
+
+def _store_held(held: list, tally: _Tally, cfg, data) -> None:
+    if not held:
+        return
+    from mvp_core.synth.cross_video import add_cross_video
+    add_cross_video(held, cfg, str(data))
+    for res in sorted(held, key=lambda r: r.path):
+        tally.store(res)
+
+
+def _summary(tally: _Tally, data, n_records: int, secs: float) -> None:
+    stats = tally.stats
     print(f"synth: {stats['done']} videos done, {stats['skipped']} skipped, {stats['already']} already handled; "
           f"{stats['puzzles']} new puzzles, {stats['frames']} frames, {stats['flat']} flat frames dropped; {secs:.1f} s"
           + (f"; peak worker memory {stats['rss']:.0f} MB" if stats["rss"] else ""))
     for line in tally.skipped:
         print(line)
     print(f"puzzles.jsonl: {data / 'puzzles.jsonl'} ({n_records} puzzles in the store)")
-    return 0

@@ -77,6 +77,8 @@ def active(data_dir: Path, kind: str = "train") -> dict | None:
         job = json.loads(f.read_text())
     except (OSError, json.JSONDecodeError):
         return None
+    if not isinstance(job, dict) or not all(isinstance(job.get(k), int) for k in ("pid", "pgid")):
+        return None              # not a job this server wrote (hand-edited or truncated)
     _reap(job["pid"])
     job["alive"] = bool(group_pids(job["pgid"]))
     if kind == "train":

@@ -173,27 +173,40 @@ def _add_file_routes(app: FastAPI, data: Path) -> None:
 def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_cookies: bool | None = None):
     """The FastAPI app serving everything. Only media under `data_dir` are ever served
     (app/web/files.py); `secure_cookies` None means "Secure when the request came over HTTPS"."""
-    from fastapi.middleware.cors import CORSMiddleware
-
     from app.web import guards
-    from db.engine import open_db
 
-    data = Path(data_dir).resolve()
-    data.mkdir(parents=True, exist_ok=True)
-    Session = open_db(db_url, data)
-    auth = Auth(Session)
-    ctx = WebContext(Session=Session, data_dir=data, auth=auth)
+    ctx = _web_context(data_dir, db_url)
     app = FastAPI(title="MVP Studio", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.ctx = ctx
     builders = _page_builders()
     ctx.pages = tuple(builders)
-    # Our own CORS policy, allowing no other origin: Gradio then adds none of its own (it would let
-    # any page on a localhost port, or any origin when served under a real host name, read answers
-    # with the user's cookies).
+    _add_cors_policy(app)
+    guards.install(app, ctx.auth, builders)
+    _add_auth_routes(app, ctx.auth, builders, secure_cookies)
+    _add_file_routes(app, ctx.data_dir)
+    _add_static_routes(app)
+    _add_page_apis(app, ctx, builders)
+    _mount_pages(app, ctx, builders)
+    return app
+
+
+def _web_context(data_dir, db_url: str | None) -> WebContext:
+    from db.engine import open_db
+    data = Path(data_dir).resolve()
+    data.mkdir(parents=True, exist_ok=True)
+    Session = open_db(db_url, data)
+    return WebContext(Session=Session, data_dir=data, auth=Auth(Session))
+
+
+def _add_cors_policy(app: FastAPI) -> None:
+    """Our own CORS policy, allowing no other origin: Gradio then adds none of its own (it would let
+    any page on a localhost port, or any origin when served under a real host name, read answers
+    with the user's cookies)."""
+    from fastapi.middleware.cors import CORSMiddleware
     app.add_middleware(CORSMiddleware, allow_origins=[], allow_credentials=False)
-    guards.install(app, auth, builders)
-    _add_auth_routes(app, auth, builders, secure_cookies)
-    _add_file_routes(app, data)
+
+
+def _add_static_routes(app: FastAPI) -> None:
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     @app.get("/favicon.ico", include_in_schema=False)
@@ -201,25 +214,34 @@ def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_coo
         return FileResponse(STATIC_DIR / "favicon.ico", media_type="image/x-icon",
                             headers={"Cache-Control": "public, max-age=86400"})
 
-    if "curate" in builders:            # the curate page's JSON API, matched before its Gradio mount
+
+def _add_page_apis(app: FastAPI, ctx: WebContext, builders: dict) -> None:
+    """Plain HTTP routes of some pages, registered before the Gradio mounts so they match first."""
+    if "curate" in builders:            # the curate page's JSON API
         from app.web.curate_api import register as register_curate_api
         register_curate_api(app, ctx)
-    if "datasets" in builders:          # the Data page's export downloads, likewise
+    if "datasets" in builders:          # the Data page's export downloads
         from app.web.pages.data import register as register_data_routes
         register_data_routes(app, ctx)
 
+
+def _mount_pages(app: FastAPI, ctx: WebContext, builders: dict) -> None:
+    """One Gradio Blocks per page at /<page>, open only to the roles that may use the page."""
     for page, build in builders.items():
         blocks = build(ctx)
         blocks.queue(default_concurrency_limit=8)
         blocks.delete_cache = GRADIO_DELETE_CACHE
-
-        def dep(request: Request, _page=page) -> str | None:
-            user = getattr(request.state, "user", None)
-            return user.name if user is not None and user.role in PAGE_ROLES[_page] else None
-        gr.mount_gradio_app(app, blocks, path=f"/{page}", auth_dependency=dep, head=HEAD,
+        gr.mount_gradio_app(app, blocks, path=f"/{page}", auth_dependency=_page_user(page), head=HEAD,
                             footer_links=[], ssr_mode=False, show_error=True, max_file_size=GRADIO_MAX_FILE,
-                            blocked_paths=[str(data)], enable_monitoring=False)
-    return app
+                            blocked_paths=[str(ctx.data_dir)], enable_monitoring=False)
+
+
+def _page_user(page: str):
+    """Gradio's auth dependency for `page`: the user's name when their role may use it, else None."""
+    def dep(request: Request) -> str | None:
+        user = getattr(request.state, "user", None)
+        return user.name if user is not None and user.role in PAGE_ROLES[page] else None
+    return dep
 
 
 def serve_forever(data_dir, db_url=None, host: str = "127.0.0.1", port: int = 7860,

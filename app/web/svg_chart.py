@@ -76,3 +76,34 @@ def line_chart(series: dict[str, list[tuple[float, float]]], *, title: str, elem
         legend_x += 18 + 6.2 * len(str(name))
     out.append("</svg></div>")
     return "".join(out)
+
+
+def bar_chart(bars: list[tuple[str, float]], *, title: str, elem_id: str, y_max: float | None = None,
+              empty: str = "no data yet") -> str:
+    """One SVG bar per (label, value), labels under the bars; `empty` (a sentence saying what
+    produces the data) when there are no finite values. `y_max`: a fixed top (1 for rates)."""
+    esc = lambda x: html.escape(str(x), quote=True)
+    good = [(str(k), float(v)) for k, v in bars if v is not None and math.isfinite(float(v))]
+    head = (f'<div class="mvp-chart" id="{esc(elem_id)}" data-bars="{len(good)}">'
+            f'<svg viewBox="0 0 {W} {H}" width="100%" role="img" aria-label="{esc(title)}">'
+            f'<text x="{PAD_L}" y="16" class="mvp-chart-title">{esc(title)}</text>')
+    if not good:     # a sentence, not an empty frame (it may be longer than the chart is wide)
+        return (f'<div class="mvp-chart" id="{esc(elem_id)}" data-bars="0"><p class="mvp-chart-note">'
+                f'<b>{esc(title)}</b>: {esc(empty)}</p></div>')
+    top = y_max if y_max is not None else max(max(v for _, v in good), 0.0) or 1.0
+    low = min(0.0, min(v for _, v in good))
+    sy = lambda y: H - PAD_B - (y - low) / ((top - low) or 1.0) * (H - PAD_T - PAD_B)
+    out = [head]
+    for t in _ticks(low, top):
+        out.append(f'<line x1="{PAD_L}" x2="{W - PAD_R}" y1="{sy(t):.1f}" y2="{sy(t):.1f}" class="mvp-grid"/>'
+                   f'<text x="{PAD_L - 4}" y="{sy(t) + 3:.1f}" text-anchor="end" class="mvp-tick">{_fmt(t)}</text>')
+    slot = (W - PAD_L - PAD_R) / len(good)
+    for i, (label, v) in enumerate(good):
+        x, y0, y1 = PAD_L + i * slot + slot * 0.15, sy(max(v, 0.0)), sy(min(v, 0.0))
+        short = label if len(label) <= max(4, int(slot / 6)) else label[:max(3, int(slot / 6) - 1)] + "…"
+        out.append(f'<rect x="{x:.1f}" y="{y0:.1f}" width="{slot * 0.7:.1f}" height="{max(0.5, y1 - y0):.1f}" '
+                   f'fill="{PALETTE[0]}" data-bar="{esc(label)}"><title>{esc(label)}: {v:.4g}</title></rect>'
+                   f'<text x="{x + slot * 0.35:.1f}" y="{H - PAD_B + 13}" text-anchor="middle" '
+                   f'class="mvp-tick">{esc(short)}</text>')
+    out.append("</svg></div>")
+    return "".join(out)

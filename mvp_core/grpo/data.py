@@ -5,7 +5,6 @@ perm(epoch)[k % n] with epoch = k // n and perm a seeded permutation per epoch. 
 therefore sees exactly the puzzles the uninterrupted run would have, without saving a cursor."""
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import numpy as np
 from mvp_core.errors import UserError
 from mvp_core.grpo.config import GRPOConfig, to_yaml
 from mvp_core.grpo.rundir import file_sha256
+from mvp_core.puzzle import read_puzzles_jsonl
 
 
 class PuzzleSet:
@@ -27,22 +27,7 @@ class PuzzleSet:
         if not cfg.puzzles:
             raise UserError("puzzles: no curated-set file given (puzzles=PATH/puzzles.jsonl)")
         path = Path(cfg.puzzles)
-        if not path.is_file():
-            raise UserError(f"puzzles file {path} does not exist")
-        records = []
-        for n, line in enumerate(path.read_text().splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise UserError(f"{path}:{n}: not a JSON puzzle record ({e.msg})") from None
-            missing = {"id", "frames", "mask", "options", "answer"} - set(rec)
-            if missing:
-                raise UserError(f"{path}:{n}: puzzle record lacks {', '.join(sorted(missing))}")
-            records.append(rec)
-        if not records:
-            raise UserError(f"{path} holds no puzzles")
+        records = read_puzzles_jsonl(path)
         data_dir = Path(cfg.data_dir) if cfg.data_dir else path.parent
         if not data_dir.is_dir():
             raise UserError(f"data_dir {data_dir} is not a directory")

@@ -5,32 +5,12 @@ step's metrics.jsonl row. The held-out puzzles come from videos the run does not
 (a curated set's val/test split, or a separate puzzles file)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from mvp_core.errors import UserError
+from mvp_core.puzzle import read_puzzles_jsonl
 
 EVAL_FIELDS = ("eval_reward", "eval_exact", "eval_format", "eval_n", "eval_s")
-
-
-def read_puzzles(path: Path, split: str = "") -> list[dict]:
-    """Puzzle records of a JSONL file; only those of `split` when given (records carry `split`
-    when exported from a frozen curated set)."""
-    if not path.is_file():
-        raise UserError(f"eval puzzles file {path} does not exist")
-    out = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UserError(f"{path}:{n}: not a JSON puzzle record ({e.msg})") from None
-        if not split or rec.get("split") == split:
-            out.append(rec)
-    if not out:
-        raise UserError(f"{path} holds no puzzles" + (f" of split {split!r}" if split else ""))
-    return out
 
 
 class HeldOut:
@@ -50,7 +30,7 @@ class HeldOut:
         if not cfg.eval_puzzles:
             return None
         path = Path(cfg.eval_puzzles)
-        records = read_puzzles(path, cfg.eval_split)
+        records = read_puzzles_jsonl(path, "eval puzzles file", cfg.eval_split)
         if cfg.eval_limit:
             records = records[: cfg.eval_limit]
         data_dir = Path(cfg.eval_data_dir) if cfg.eval_data_dir else path.parent

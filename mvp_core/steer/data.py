@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mvp_core.errors import UserError
+from mvp_core.jsonl import read_jsonl
 
 KINDS = ("harmless", "harmful")
 # Refusal phrases in the style of the published list; matched case-insensitively as substrings.
@@ -43,16 +44,8 @@ class SubstringJudge:
 def read_prompts_jsonl(path) -> list[Prompt]:
     """One JSON object per line with `prompt` and `kind` (harmless / harmful)."""
     path = Path(path)
-    if not path.is_file():
-        raise UserError(f"prompt file {path} does not exist")
     out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UserError(f"{path}:{n}: not JSON ({e.msg})") from None
+    for n, row in read_jsonl(path, "prompt file"):
         if not isinstance(row, dict) or not isinstance(row.get("prompt"), str) or row.get("kind") not in KINDS:
             raise UserError(f"{path}:{n}: needs a string 'prompt' and 'kind' in {KINDS}")
         out.append(Prompt(row["prompt"], row["kind"], str(row.get("source", path.name))))

@@ -1,8 +1,9 @@
-"""The synthesis settings (`mvp synth` options that change the output) as a documented, validated model.
+"""The `mvp synth` settings as documented, validated models.
 
 `SynthConfig` holds everything that changes the puzzles a video gives: its `key()` is part of every
-puzzle id, so it must stay the same function of the same values (docs/SYNTHESIS.md). How the work is
-run (workers, engine, time limits) never changes the output and stays with the CLI."""
+puzzle id, so it must stay the same function of the same values (docs/SYNTHESIS.md). `SynthRunConfig`
+holds how the work is run (workers, engine, time limits): it never changes the output, so it is a
+model of its own and not part of the key."""
 from __future__ import annotations
 
 from typing import Literal
@@ -12,6 +13,8 @@ from pydantic import Field, model_validator
 from mvp_core.config import DocumentedConfig
 from mvp_core.errors import UserError
 from mvp_core.puzzle import LABELS, SYNTH_VERSION, stable_id
+
+DEFAULT_STALL_S = 30.0   # no progress report for this long: the decode is hung (generous: a loaded machine)
 
 
 class SynthConfig(DocumentedConfig):
@@ -56,3 +59,17 @@ class SynthConfig(DocumentedConfig):
     def validate(self) -> None:
         """Kept for callers of the dataclass era: a SynthConfig is validated when built."""
 
+
+
+class SynthRunConfig(DocumentedConfig):
+    """How `mvp synth` runs; the keys are the CLI flags' names (--stall-timeout is stall_timeout)."""
+    workers: int = Field(1, ge=1, le=1024, description="Worker processes (or Ray tasks in flight) at once.")
+    engine: Literal["local", "ray"] = Field("local", description=(
+        "local: worker processes on this machine; ray: Ray tasks (data directory on shared storage)."))
+    ray_address: str | None = Field(None, description=(
+        "--engine ray: connect to this Ray cluster; empty = start Ray on this machine."))
+    timeout: float | None = Field(None, gt=0.0, le=7 * 86400.0, description=(
+        "Fixed time limit per video in seconds; empty = follows each video's probed duration."))
+    stall_timeout: float = Field(DEFAULT_STALL_S, gt=0.0, le=86400.0, description=(
+        "Kill a worker that reports no decoding progress for this many seconds (local engine)."))
+    retry_failed: bool = Field(False, description="Retry files an earlier run skipped.")

@@ -17,10 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import wait
 
-from mvp_core.synth.config import SynthConfig
+from mvp_core.synth.config import DEFAULT_STALL_S, SynthConfig
 from mvp_core.synth.job import VideoResult, process_video
 
-DEFAULT_STALL_S = 30.0       # no progress report for this long: the decode is hung (generous: a loaded machine)
 UNKNOWN_DURATION_LIMIT_S = 600.0  # limit for a file whose container does not say how long it is
 PROGRESS_MIN_INTERVAL_S = 0.5     # the worker sends at most this often (and always on a phase change)
 
@@ -69,10 +68,32 @@ def run_local(paths: list[str], cfg: SynthConfig, data_dir: str, workers: int, t
               on_progress: Callable[[str, int, dict], None] | None = None) -> None:
     """Process `paths` on `workers` processes; `on_result` runs in this process, in completion order.
     `on_progress(path, worker_pid, info)` sees every progress report (tests use it to freeze a worker)."""
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["mvp_core.synth.job"])
+    start = _worker_factory(cfg, data_dir)
     pending = deque(paths)
     limits = Limits(timeout_s, stall_s)
+    slots = [start() for _ in range(max(1, min(workers, len(paths))))]
+    try:
+        while pending or any(s.path for s in slots):
+            for s in slots:
+                if s.path is None and pending:
+                    _assign(s, pending.popleft(), limits)
+            ready = _wait_for_news(slots, limits)
+            for i, s in enumerate(slots):
+                if not s.path:
+                    continue
+                result, replace = _poll(s, s.conn in ready, limits, on_progress)
+                if result is not None:
+                    slots[i] = _finished(s, replace, max_tasks, start)
+                    on_result(result)
+    finally:
+        for s in slots:
+            _stop(s, kill=bool(s.path))
+
+
+def _worker_factory(cfg: SynthConfig, data_dir: str) -> Callable[[], _Slot]:
+    """A function that starts one worker process and returns its slot."""
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["mvp_core.synth.job"])
 
     def start() -> _Slot:
         parent, child = ctx.Pipe()
@@ -80,30 +101,24 @@ def run_local(paths: list[str], cfg: SynthConfig, data_dir: str, workers: int, t
         proc.start()
         child.close()
         return _Slot(proc, parent)
+    return start
 
-    slots = [start() for _ in range(max(1, min(workers, len(paths))))]
-    try:
-        while pending or any(s.path for s in slots):
-            for s in slots:
-                if s.path is None and pending:
-                    _assign(s, pending.popleft(), limits)
-            busy = [s for s in slots if s.path]
-            wake = min(min(s.deadline, s.last_progress + max(limits.stall_s, s.quiet_s)) for s in busy)
-            ready = wait([s.conn for s in busy], timeout=max(0.0, wake - time.monotonic()))
-            for i, s in enumerate(slots):
-                if not s.path:
-                    continue
-                result, replace = _poll(s, s.conn in ready, limits, on_progress)
-                if result is None:
-                    continue
-                s.path, s.done = None, s.done + 1
-                if replace or s.done >= max_tasks:
-                    _stop(s, kill=replace)
-                    slots[i] = start()
-                on_result(result)
-    finally:
-        for s in slots:
-            _stop(s, kill=bool(s.path))
+
+def _wait_for_news(slots: list[_Slot], limits: Limits) -> list:
+    """The busy workers' pipes that have a message, waiting at most until the next deadline or stall check."""
+    busy = [s for s in slots if s.path]
+    wake = min(min(s.deadline, s.last_progress + max(limits.stall_s, s.quiet_s)) for s in busy)
+    return wait([s.conn for s in busy], timeout=max(0.0, wake - time.monotonic()))
+
+
+def _finished(s: _Slot, replace: bool, max_tasks: int, start: Callable[[], _Slot]) -> _Slot:
+    """The slot after its file is done: the same worker, or a new one when it was killed or has
+    done `max_tasks` files (decoders leak memory)."""
+    s.path, s.done = None, s.done + 1
+    if replace or s.done >= max_tasks:
+        _stop(s, kill=replace)
+        return start()
+    return s
 
 
 def _assign(s: _Slot, path: str, limits: Limits) -> None:

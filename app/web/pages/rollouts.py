@@ -10,6 +10,8 @@ Every control answers with everything below it in one event (`.input`, not `.cha
 cascade of round trips): first paint is one request, switching puzzles one more."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import gradio as gr
 
 from app.web.common import WebContext, guard, msg_html, nav_html
@@ -70,80 +72,131 @@ def _warm_training_code() -> None:
     threading.Thread(target=importlib.import_module, args=("mvp_core.grpo.loss",), daemon=True).start()
 
 
+def right_for(choices: list[tuple[str, str]], left: str | None, right: str | None) -> str:
+    """The right-hand version once the left one changed: kept while it is a version of the left's
+    run, else that run's other version. (Keeping another run's version showed that run's answers
+    beside the new left whenever both runs had answered the same puzzle.)"""
+    src, other = rd.parse_source(left), rd.parse_source(right)
+    if right and src and other and other[0] == src[0] and right != left:
+        return right
+    return _default_right(choices, left)
+
+
+@dataclass
+class RolloutsUI:
+    """The page's components."""
+    nav: gr.HTML
+    ckpt: gr.Dropdown          # left model version
+    ckpt2: gr.Dropdown         # right model version (or none)
+    video: gr.Dropdown
+    refresh: gr.Button
+    info: gr.HTML
+    puzzle: gr.Dropdown
+    requeue: gr.Button
+    msg: gr.HTML
+    puzzle_view: gr.HTML
+    left: gr.HTML
+    right: gr.HTML
+
+    @property
+    def shown(self) -> list:
+        """What `view` fills, in its order."""
+        return [self.puzzle_view, self.left, self.right, self.info]
+
+
+def build_controls() -> RolloutsUI:
+    nav = gr.HTML()
+    with gr.Row():
+        ckpt = gr.Dropdown(label="Model version (left)", choices=[], elem_id="ro-ckpt", scale=3)
+        ckpt2 = gr.Dropdown(label="Compare with (right)", choices=[], elem_id="ro-ckpt2", scale=3)
+        video = gr.Dropdown(label="Video", choices=[], elem_id="ro-video", scale=2)
+        refresh = gr.Button("Refresh", elem_id="ro-refresh", scale=0, size="sm")
+    info = gr.HTML()
+    puzzle = gr.Dropdown(label="Puzzle (G answers · mean · std)", choices=[], elem_id="ro-puzzle")
+    with gr.Row():
+        requeue = gr.Button("Send this puzzle back to the curation queue", elem_id="ro-requeue")
+    msg = gr.HTML(elem_id="ro-msg")
+    puzzle_view = gr.HTML(elem_id="ro-puzzle-box")
+    with gr.Row(elem_classes=["mvp-side"]):
+        left = gr.HTML(elem_id="ro-left")
+        right = gr.HTML(elem_id="ro-right")
+    return RolloutsUI(nav, ckpt, ckpt2, video, refresh, info, puzzle, requeue, msg, puzzle_view, left, right)
+
+
+@dataclass
+class RolloutsHandlers:
+    """The page's event handlers; each checks the caller's role first (`guard`)."""
+    ctx: WebContext
+
+    def load(self, request: gr.Request):
+        """[nav, left, right, video, puzzle, message, *view]: the newest version, its run's other one."""
+        with guard(self.ctx, request, PAGE):
+            with self.ctx.Session() as s:
+                choices = rd.sources(s)
+            lft = choices[0][1] if choices else None
+            rgt = _default_right(choices, lft)
+            vids, vid = videos_for(self.ctx, lft)
+            pzs, pid = puzzles_for(self.ctx, lft, vid)
+            note = "" if choices else ("No answers stored yet: evaluate a checkpoint below, or run "
+                                       "`mvp rollout --run RUN --checkpoint C --set NAME`.")
+            return [nav_html(self.ctx, request.username, PAGE), gr.update(choices=choices, value=lft),
+                    gr.update(choices=[("(none)", NONE)] + choices, value=rgt), vids, pzs,
+                    msg_html(note, "warn"), *view(self.ctx, lft, rgt, pid)]
+
+    def left(self, lft, rgt, request: gr.Request):
+        """[right, video, puzzle, *view] for a new left version."""
+        with guard(self.ctx, request, PAGE):
+            with self.ctx.Session() as s:
+                rgt = right_for(rd.sources(s), lft, rgt)
+            vids, vid = videos_for(self.ctx, lft)
+            pzs, pid = puzzles_for(self.ctx, lft, vid)
+            return [gr.update(value=rgt), vids, pzs, *view(self.ctx, lft, rgt, pid)]
+
+    def video(self, lft, rgt, vid, request: gr.Request):
+        with guard(self.ctx, request, PAGE):
+            pzs, pid = puzzles_for(self.ctx, lft, vid)
+            return [pzs, *view(self.ctx, lft, rgt, pid)]
+
+    def show(self, lft, rgt, pid, request: gr.Request):
+        with guard(self.ctx, request, PAGE):
+            return view(self.ctx, lft, rgt, pid)
+
+    def requeue(self, pid, request: gr.Request):
+        with guard(self.ctx, request, PAGE) as uid:
+            if not pid:
+                return msg_html("choose a puzzle first", "warn")
+            from db.review import requeue
+            with self.ctx.Session() as s:
+                requeue(s, uid, pid, reason="zero-variance group in rollouts")
+            return msg_html(f"{pid} is back in the curation queue")
+
+
+def wire(demo: gr.Blocks, ui: RolloutsUI, h: RolloutsHandlers) -> None:
+    """Every control answers with everything below it in one event (`.input`: no cascade)."""
+    load_outputs = [ui.nav, ui.ckpt, ui.ckpt2, ui.video, ui.puzzle, ui.msg, *ui.shown]
+    demo.load(h.load, None, load_outputs)
+    ui.refresh.click(h.load, None, load_outputs, api_name="refresh")
+    ui.ckpt.input(h.left, [ui.ckpt, ui.ckpt2], [ui.ckpt2, ui.video, ui.puzzle, *ui.shown], api_name="run_videos")
+    ui.video.input(h.video, [ui.ckpt, ui.ckpt2, ui.video], [ui.puzzle, *ui.shown], api_name="video_puzzles")
+    ui.puzzle.input(h.show, [ui.ckpt, ui.ckpt2, ui.puzzle], ui.shown, api_name="group")
+    ui.ckpt2.input(h.show, [ui.ckpt, ui.ckpt2, ui.puzzle], ui.shown, api_name="group_compare")
+    ui.requeue.click(h.requeue, [ui.puzzle], [ui.msg], api_name="requeue")
+
+
 def build(ctx: WebContext) -> gr.Blocks:
     _warm_training_code()
     db_url = ctx.Session.kw["bind"].url.render_as_string(hide_password=False)
     with gr.Blocks(title="MVP Studio · Rollouts") as demo:
-        nav = gr.HTML()
-        with gr.Row():
-            ckpt = gr.Dropdown(label="Model version (left)", choices=[], elem_id="ro-ckpt", scale=3)
-            ckpt2 = gr.Dropdown(label="Compare with (right)", choices=[], elem_id="ro-ckpt2", scale=3)
-            video = gr.Dropdown(label="Video", choices=[], elem_id="ro-video", scale=2)
-            refresh = gr.Button("Refresh", elem_id="ro-refresh", scale=0, size="sm")
-        info = gr.HTML()
-        puzzle = gr.Dropdown(label="Puzzle (G answers · mean · std)", choices=[], elem_id="ro-puzzle")
-        with gr.Row():
-            requeue = gr.Button("Send this puzzle back to the curation queue", elem_id="ro-requeue")
-        msg = gr.HTML(elem_id="ro-msg")
-        puzzle_view = gr.HTML(elem_id="ro-puzzle-box")
-        with gr.Row(elem_classes=["mvp-side"]):
-            left = gr.HTML(elem_id="ro-left")
-            right = gr.HTML(elem_id="ro-right")
+        ui = build_controls()
         # steered vs unsteered answer of the left version (docs/steer.md); `ckpt` is a source key,
         # which rollout_views.record_seen / run_info take like a run id
-        rollouts_steer.build_panel(ctx, ckpt, puzzle)
+        rollouts_steer.build_panel(ctx, ui.ckpt, ui.puzzle)
         panel = rollouts_eval.build_eval_panel(ctx, db_url)
         eval_outputs, eval_fill = stats_eval.build_eval_section(ctx, PAGE)
         timer = gr.Timer(1.0)
-        shown = [puzzle_view, left, right, info]
-
-        def on_load(request: gr.Request):
-            with guard(ctx, request, PAGE):
-                with ctx.Session() as s:
-                    choices = rd.sources(s)
-                lft = choices[0][1] if choices else None
-                rgt = _default_right(choices, lft)
-                vids, vid = videos_for(ctx, lft)
-                pzs, pid = puzzles_for(ctx, lft, vid)
-                note = "" if choices else ("No answers stored yet: evaluate a checkpoint below, or run "
-                                           "`mvp rollout --run RUN --checkpoint C --set NAME`.")
-                return [nav_html(ctx, request.username, PAGE), gr.update(choices=choices, value=lft),
-                        gr.update(choices=[("(none)", NONE)] + choices, value=rgt), vids, pzs,
-                        msg_html(note, "warn"), *view(ctx, lft, rgt, pid)]
-        load_outputs = [nav, ckpt, ckpt2, video, puzzle, msg, *shown]
-        demo.load(on_load, None, load_outputs)
-        refresh.click(on_load, None, load_outputs, api_name="refresh")
+        wire(demo, ui, RolloutsHandlers(ctx))
         demo.load(panel.load, None, panel.load_outputs)
         demo.load(eval_fill, None, eval_outputs)
-        refresh.click(eval_fill, None, eval_outputs)
+        ui.refresh.click(eval_fill, None, eval_outputs)
         timer.tick(panel.tick, panel.tick_inputs, panel.tick_outputs, show_progress="hidden")
-
-        def on_left(lft, rgt, request: gr.Request):
-            with guard(ctx, request, PAGE):
-                vids, vid = videos_for(ctx, lft)
-                pzs, pid = puzzles_for(ctx, lft, vid)
-                return [vids, pzs, *view(ctx, lft, rgt, pid)]
-        ckpt.input(on_left, [ckpt, ckpt2], [video, puzzle, *shown], api_name="run_videos")
-
-        def on_video(lft, rgt, vid, request: gr.Request):
-            with guard(ctx, request, PAGE):
-                pzs, pid = puzzles_for(ctx, lft, vid)
-                return [pzs, *view(ctx, lft, rgt, pid)]
-        video.input(on_video, [ckpt, ckpt2, video], [puzzle, *shown], api_name="video_puzzles")
-
-        def show(lft, rgt, pid, request: gr.Request):
-            with guard(ctx, request, PAGE):
-                return view(ctx, lft, rgt, pid)
-        puzzle.input(show, [ckpt, ckpt2, puzzle], shown, api_name="group")
-        ckpt2.input(show, [ckpt, ckpt2, puzzle], shown, api_name="group_compare")
-
-        def on_requeue(pid, request: gr.Request):
-            with guard(ctx, request, PAGE) as uid:
-                if not pid:
-                    return msg_html("choose a puzzle first", "warn")
-                from db.review import requeue
-                with ctx.Session() as s:
-                    requeue(s, uid, pid, reason="zero-variance group in rollouts")
-                return msg_html(f"{pid} is back in the curation queue")
-        requeue.click(on_requeue, [puzzle], [msg], api_name="requeue")
     return demo

@@ -1,6 +1,8 @@
 """The stats page: the store's DuckDB analytics (db/analytics/) as charts and tables, plus the
 curation progress. Researchers and admins. Each question is one function of the store; the page
-only shapes the rows into DataFrames for Gradio's native plots."""
+shapes its rows into a server-drawn bar chart (app/web/svg_chart.py: an empty one says what produces
+its data, where Gradio's empty plots showed a blank frame or "Infinity" axes) and a table. Videos
+are named by file name, never by hash."""
 from __future__ import annotations
 
 import gradio as gr
@@ -8,18 +10,29 @@ import pandas as pd
 
 from app.web.common import WebContext, esc, guard, nav_html
 from app.web.pages import stats_eval
+from app.web.svg_chart import bar_chart
 
 PAGE = "stats"
 
-# (question, title, bar chart x, bar chart y); the table always shows every column.
+# (question, title, bar chart x, bar chart y, what produces its data: said when there is none);
+# the table below each chart shows every column.
 CHARTS = [
-    ("acceptance_by_kind", "Distractor keep rate by kind", "kind", "keep_rate"),
-    ("acceptance_by_hardness", "Distractor keep rate by difficulty", "bin", "keep_rate"),
-    ("acceptance_by_video", "Puzzle accept rate by video", "video", "accept_rate"),
-    ("curator_throughput", "Verdicts per curator and day", "curator", "verdicts"),
-    ("curator_agreement", "Agreement between curators (Cohen's kappa)", "pair", "kappa"),
-    ("model_picks_by_kind", "What the model picks, by option kind", "kind", "picks"),
+    ("acceptance_by_kind", "Distractor keep rate by kind", "kind", "keep_rate",
+     "No option verdicts yet: curators keep or reject distractors on the Curate page."),
+    ("acceptance_by_hardness", "Distractor keep rate by difficulty", "bin", "keep_rate",
+     "No option verdicts yet: curators keep or reject distractors on the Curate page."),
+    ("acceptance_by_video", "Puzzle accept rate by video", "video", "accept_rate",
+     "No puzzle verdicts yet: curators accept or reject puzzles on the Curate page."),
+    ("curator_throughput", "Verdicts per curator and day", "curator", "verdicts",
+     "No verdicts yet: curators judge puzzles on the Curate page."),
+    ("curator_agreement", "Agreement between curators (Cohen's kappa)", "pair", "kappa",
+     "No agreement yet: it needs two curators judging the same puzzles (set the overlap to 2 or more "
+     "with `mvp db set-overlap 2`)."),
+    ("model_picks_by_kind", "What the model picks, by option kind", "kind", "picks",
+     "No model answers yet: evaluate a checkpoint (a rollout job) on the Rollouts page, or run "
+     "`mvp rollout --run RUN --checkpoint C --set NAME`."),
 ]
+RATES = ("keep_rate", "accept_rate", "kappa")
 
 
 def frames(ctx: WebContext) -> dict[str, pd.DataFrame]:
@@ -30,7 +43,7 @@ def frames(ctx: WebContext) -> dict[str, pd.DataFrame]:
     with ctx.Session() as s:
         names = video_names(s)
     out = {}
-    for q, _title, _x, _y in CHARTS:
+    for q, *_ in CHARTS:
         fn = analytics.QUESTIONS.get(q)
         df = pd.DataFrame(fn(engine) if fn is not None else [])
         if q == "acceptance_by_hardness" and len(df):
@@ -46,12 +59,29 @@ def frames(ctx: WebContext) -> dict[str, pd.DataFrame]:
     return out
 
 
-def progress_frame(ctx: WebContext) -> pd.DataFrame:
+def status_chart(ctx: WebContext) -> str:
     from db.review import progress
     with ctx.Session() as s:
         p = progress(s)
-    rows = [{"status": k, "puzzles": v} for k, v in sorted(p["everyone"]["by_status"].items())]
-    return pd.DataFrame(rows or [{"status": "pending", "puzzles": 0}])
+    bars = [(k, v) for k, v in sorted(p["everyone"]["by_status"].items()) if v]
+    return bar_chart(bars, title="Puzzles by review status", elem_id="stats-status-chart",
+                     empty="No puzzles yet: synthesize some on the Data page (or `mvp synth`).")
+
+
+def _cell(v) -> str:
+    if isinstance(v, float):
+        return "" if v != v else f"{v:.4g}"
+    return esc("" if v is None else v)
+
+
+def question_html(q: str, title: str, x: str, y: str, empty: str, df: pd.DataFrame) -> str:
+    """One question: its bar chart and its table, or the sentence saying what produces its data."""
+    bars = list(zip(df[x], df[y])) if len(df) and x in df and y in df else []
+    chart = bar_chart(bars, title=title, elem_id=f"stats-{q}-chart", y_max=1.0 if y in RATES else None,
+                      empty=empty)
+    table = _table(f"stats-{q}-table", list(df.columns), [[_cell(v) for v in r] for r in df.itertuples(index=False)],
+                   empty) if len(df) else ""
+    return f'<div class="mvp-stats-q" data-rows="{len(df)}">{chart}{table}</div>'
 
 
 def _table(elem_id: str, headers: list[str], rows: list[list], empty: str) -> str:
@@ -103,25 +133,14 @@ def build(ctx: WebContext) -> gr.Blocks:
         nav = gr.HTML()
         refresh = gr.Button("Refresh", elem_id="stats-refresh")
         humans = gr.HTML(elem_id="stats-humans")
-        status_plot = gr.BarPlot(x="status", y="puzzles", title="Puzzles by review status", elem_id="stats-status",
-                                 y_lim=[0, None])
-        widgets = []
-        for q, title, x, y in CHARTS:
-            with gr.Row(elem_id=f"stats-{q}"):
-                rate = y in ("keep_rate", "accept_rate", "kappa")
-                plot = gr.BarPlot(x=x, y=y, title=title, scale=1, y_lim=[0, 1] if rate else [0, None])
-                table = gr.Dataframe(label=title, interactive=False, scale=1)
-            widgets += [plot, table]
+        status_plot = gr.HTML(elem_id="stats-status")
+        widgets = [gr.HTML(elem_id=f"stats-{q}") for q, *_ in CHARTS]
 
         def load(request: gr.Request):
             with guard(ctx, request, PAGE):
                 dfs = frames(ctx)
-                vals = []
-                for q, _t, _x, _y in CHARTS:
-                    df = dfs[q]
-                    vals += [df.copy() if len(df) else None,   # the plot may change its frame
-                             df if len(df) else pd.DataFrame({"note": ["no data yet"]})]
-                return [nav_html(ctx, request.username, PAGE), progress_frame(ctx), *vals]
+                return [nav_html(ctx, request.username, PAGE), status_chart(ctx),
+                        *[question_html(q, t, x, y, e, dfs[q]) for q, t, x, y, e in CHARTS]]
 
         def load_humans(request: gr.Request):       # its own event: the solvers read frames
             with guard(ctx, request, PAGE):

@@ -147,6 +147,37 @@ def snapshot(ctx: WebContext) -> list:
     return [status_html(job, rows), *charts(rows), metrics_table(rows), log_html(tail)]
 
 
+INT_KEYS = ("max_steps", "save_steps", "num_generations", "max_completion_length")
+FLOAT_KEYS = ("learning_rate", "beta")
+
+
+def form_number(key: str, value) -> int | float:
+    """One of the form's numbers, or a one-line UserError (empty, not a number, NaN/Infinity, not
+    whole); its range is the config's to check (mvp_core/grpo/config.py)."""
+    import math
+    if value is None or value == "":
+        raise UserError(f"{key} is empty; enter a number")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UserError(f"{key} must be a number, not {str(value)[:40]!r}")
+    if not math.isfinite(value):
+        raise UserError(f"{key} must be a finite number, not {value}")
+    if key in INT_KEYS:
+        if value != int(value):
+            raise UserError(f"{key} must be a whole number, not {value:g}")
+        return int(value)
+    return float(value)
+
+
+def launch_overrides(trainer: str, values: dict) -> list[str]:
+    """The form's settings as key=value overrides of the YAML (GRPO-only keys left out for SFT)."""
+    keys = [k for k in FORM_KEYS if trainer == "grpo" or k not in GRPO_ONLY]
+    out = []
+    for k in keys:
+        v = values.get(k)
+        out.append(f"{k}={form_number(k, v) if k in INT_KEYS + FLOAT_KEYS else (v or '')}")
+    return out
+
+
 @dataclass
 class TrainForm:
     """The page's components: the form (in FORM order), the full config and the live outputs."""
@@ -163,62 +194,73 @@ class TrainForm:
         return [self.fields[k] for k in ("trainer", "set", "model", *FORM_KEYS)]
 
 
-def build_form() -> TrainForm:
-    d = defaults()
-    gr.Markdown("## Training\nThe form's settings override the YAML below; the run is `mvp train` (GRPO) or "
-                "`mvp sft` in its own process, writing a run directory under DATA/runs/.")
+def _source_row() -> dict:
+    """Trainer, curated set and model."""
     with gr.Row():
         trainer = gr.Radio(label="Trainer", choices=[("GRPO", "grpo")] + ([("SFT", "sft")] if sft_available() else []),
                            value="grpo", elem_id="train-trainer", scale=1)
         set_dd = gr.Dropdown(label="Curated set", choices=[], elem_id="train-set", scale=2)
         model = gr.Dropdown(label="Model (local models and trained checkpoints; or type a path)", choices=[],
                             allow_custom_value=True, elem_id="train-model", scale=4)
+    return {"trainer": trainer, "set": set_dd, "model": model}
+
+
+def _settings_row(d: dict) -> dict:
+    """The main settings (FORM_KEYS). Numbers are checked by the handler, not rounded by Gradio: a
+    NaN sent to an integer field would fail inside Gradio with a raw message."""
+    from mvp_core.grpo.config import LOSS_TYPES, REWARDS
+
+    def num(key, label, elem):
+        return gr.Number(label=label, value=d[key], elem_id=elem)
     with gr.Row():
-        from mvp_core.grpo.config import LOSS_TYPES, REWARDS
-        reward = gr.Dropdown(label="Reward function", choices=list(REWARDS), value=d["reward"], elem_id="train-reward",
-                             info="mvp: the fine-grained MVP reward; format / mentions_label: smoke tests only")
-        max_steps = gr.Number(label="max_steps", value=d["max_steps"], precision=0, elem_id="train-max-steps")
-        save_steps = gr.Number(label="save_steps (checkpoint every)", value=d["save_steps"], precision=0,
-                               elem_id="train-save-steps")
-        num_gen = gr.Number(label="num_generations (G)", value=d["num_generations"], precision=0, elem_id="train-G")
-        lr = gr.Number(label="learning_rate", value=d["learning_rate"], elem_id="train-lr")
-        loss_type = gr.Dropdown(label="loss_type", choices=list(LOSS_TYPES), value=d["loss_type"],
-                                elem_id="train-loss-type")
-        beta = gr.Number(label="beta (KL)", value=d["beta"], elem_id="train-beta")
-        max_len = gr.Number(label="max_completion_length", value=d["max_completion_length"], precision=0,
-                            elem_id="train-max-len")
+        out = {"reward": gr.Dropdown(label="Reward function", choices=list(REWARDS), value=d["reward"],
+                                     elem_id="train-reward",
+                                     info="mvp: the fine-grained MVP reward; format / mentions_label: smoke tests only"),
+               "max_steps": num("max_steps", "max_steps", "train-max-steps"),
+               "save_steps": num("save_steps", "save_steps (checkpoint every)", "train-save-steps"),
+               "num_generations": num("num_generations", "num_generations (G)", "train-G"),
+               "learning_rate": num("learning_rate", "learning_rate", "train-lr"),
+               "loss_type": gr.Dropdown(label="loss_type", choices=list(LOSS_TYPES), value=d["loss_type"],
+                                        elem_id="train-loss-type"),
+               "beta": num("beta", "beta (KL)", "train-beta"),
+               "max_completion_length": num("max_completion_length", "max_completion_length", "train-max-len")}
+    return out
+
+
+def _live_outputs() -> list:
+    """Status line, the three charts, the metrics table and the log."""
+    status = gr.HTML(elem_id="train-status")
+    with gr.Row():
+        charts_ = [gr.HTML(elem_id="train-reward-plot"), gr.HTML(elem_id="train-kl-plot"),
+                   gr.HTML(elem_id="train-time-plot")]
+    return [status, *charts_, gr.HTML(elem_id="train-metrics"), gr.HTML(elem_id="train-log-html")]
+
+
+def build_form() -> TrainForm:
+    gr.Markdown("## Training\nThe form's settings override the YAML below; the run is `mvp train` (GRPO) or "
+                "`mvp sft` in its own process, writing a run directory under DATA/runs/.")
+    fields = {**_source_row(), **_settings_row(defaults())}
     with gr.Accordion("Full config (YAML, every key documented)", open=False):
         config = gr.Code(value=default_yaml(), language="yaml", interactive=True, elem_id="train-config")
     with gr.Row():
         launch_btn = gr.Button("Launch", variant="primary", elem_id="train-launch")
         stop_btn = gr.Button("Stop", variant="stop", elem_id="train-stop")
     msg = gr.HTML(elem_id="train-msg")
-    status = gr.HTML(elem_id="train-status")
-    with gr.Row():
-        reward_plot = gr.HTML(elem_id="train-reward-plot")
-        kl_plot = gr.HTML(elem_id="train-kl-plot")
-        time_plot = gr.HTML(elem_id="train-time-plot")
-    table = gr.HTML(elem_id="train-metrics")
-    log = gr.HTML(elem_id="train-log-html")
-    fields = dict(zip(("trainer", "set", "model", *FORM_KEYS),
-                      (trainer, set_dd, model, reward, max_steps, save_steps, num_gen, lr, loss_type, beta, max_len)))
-    return TrainForm(fields, config, launch_btn, stop_btn, msg, [status, reward_plot, kl_plot, time_plot, table, log],
-                     gr.Timer(REFRESH_S))
+    return TrainForm(fields, config, launch_btn, stop_btn, msg, _live_outputs(), gr.Timer(REFRESH_S))
 
 
-def build_train_page(ctx: WebContext) -> None:
-    """Add the page's components to the Blocks being built (app/web/server.py wraps it with the nav bar)."""
-    f = build_form()
-    live, form, config = f.live, f.form, f.config
-    from app.web.pages import train_runs
-    runs_ui = train_runs.build_runs_section(ctx)
+@dataclass
+class TrainHandlers:
+    """The page's event handlers; each checks the caller's role first (`guard`)."""
+    ctx: WebContext
 
-    def on_load(request: gr.Request):
-        with guard(ctx, request, PAGE):
+    def load(self, request: gr.Request):
+        """The form (the active run's settings, else the defaults), the full config and the live view."""
+        with guard(self.ctx, request, PAGE):
             from db.runs import sync_runs
-            sync_runs(ctx.Session, ctx.data_dir)
-            sets, models = set_choices(ctx), model_choices(ctx)
-            cur = job_settings(train_jobs.active(ctx.data_dir)) or {}
+            sync_runs(self.ctx.Session, self.ctx.data_dir)
+            sets, models = set_choices(self.ctx), model_choices(self.ctx)
+            cur = job_settings(train_jobs.active(self.ctx.data_dir)) or {}
             pick = lambda k, dflt: cur.get(k) if cur.get(k) is not None else dflt
             tr = pick("trainer", "grpo")
             dd = defaults(tr)
@@ -226,47 +268,55 @@ def build_train_page(ctx: WebContext) -> None:
                     gr.update(choices=sets, value=pick("set", sets[-1] if sets else None)),
                     gr.update(choices=models, value=pick("model", models[0][1] if models else None)),
                     *[gr.update(value=pick(k, dd[k]), visible=tr != "sft" or k not in GRPO_ONLY) for k in FORM_KEYS]]
-            return [*vals, default_yaml() if tr != "sft" else sft_yaml(), *snapshot(ctx)]
+            return [*vals, default_yaml() if tr != "sft" else sft_yaml(), *snapshot(self.ctx)]
 
-    def refresh(request: gr.Request):
-        with guard(ctx, request, PAGE):
-            return snapshot(ctx)
+    def refresh(self, request: gr.Request):
+        with guard(self.ctx, request, PAGE):
+            return snapshot(self.ctx)
 
-    def on_launch(tr, set_name, model_path, rw, steps, save, g, lr_v, lt, beta_v, mlen, yaml_text,
-                  request: gr.Request):
-        with guard(ctx, request, PAGE):
-            overrides = [f"max_steps={int(steps)}", f"save_steps={int(save)}", f"learning_rate={lr_v}",
-                         f"max_completion_length={int(mlen)}"]
-            if (tr or "grpo") == "grpo":
-                overrides += [f"reward={rw}", f"num_generations={int(g)}", f"loss_type={lt}", f"beta={beta_v}"]
-            job = train_jobs.launch(ctx.data_dir, ctx.Session, set_name=set_name or "",
-                                    model=(model_path or "").strip(), yaml_text=yaml_text, overrides=overrides,
-                                    user=request.username, trainer=tr or "grpo")
-            return [msg_html(f"launched {Path(job['run_dir']).name} (pid {job['pid']})"), *snapshot(ctx)]
+    def launch(self, tr, set_name, model_path, reward, max_steps, save_steps, num_generations, learning_rate,
+               loss_type, beta, max_completion_length, yaml_text, request: gr.Request):
+        with guard(self.ctx, request, PAGE):
+            tr = tr or "grpo"
+            overrides = launch_overrides(tr, dict(zip(FORM_KEYS, (
+                reward, max_steps, save_steps, num_generations, learning_rate, loss_type, beta,
+                max_completion_length))))
+            job = train_jobs.launch(self.ctx.data_dir, self.ctx.Session, set_name=set_name or "",
+                                    model=(model_path or "").strip(), yaml_text=yaml_text or "",
+                                    overrides=overrides, user=request.username, trainer=tr)
+            return [msg_html(f"launched {Path(job['run_dir']).name} (pid {job['pid']})"), *snapshot(self.ctx)]
 
-    def on_stop(request: gr.Request):
-        with guard(ctx, request, PAGE):
-            text = train_jobs.stop(ctx.data_dir, user=request.username, role=ctx.auth.role_of(request.username))
+    def stop(self, request: gr.Request):
+        with guard(self.ctx, request, PAGE):
+            text = train_jobs.stop(self.ctx.data_dir, user=request.username,
+                                   role=self.ctx.auth.role_of(request.username))
             from db.runs import sync_runs
-            sync_runs(ctx.Session, ctx.data_dir)
-            return [msg_html(text), *snapshot(ctx)]
+            sync_runs(self.ctx.Session, self.ctx.data_dir)
+            return [msg_html(text), *snapshot(self.ctx)]
 
-    # The Blocks being built (the web app's, or `build` below): the page's own load event.
-    page = gr.context.Context.root_block
-    def on_trainer(tr, request: gr.Request):
+    def trainer(self, tr, request: gr.Request):
         """Switching SFT / GRPO: that trainer's config and defaults; GRPO-only fields hidden for SFT."""
-        with guard(ctx, request, PAGE):
+        with guard(self.ctx, request, PAGE):
             dd, grpo = defaults(tr), tr != "sft"
             ups = [gr.update(value=dd[k], visible=grpo) if k in GRPO_ONLY else gr.update(value=dd[k])
                    for k in FORM_KEYS]
             return [*ups, default_yaml() if grpo else sft_yaml()]
-    f.fields["trainer"].input(on_trainer, [f.fields["trainer"]], [*(f.fields[k] for k in FORM_KEYS), config])
 
-    page.load(on_load, None, [*form, config, *live])
+
+def build_train_page(ctx: WebContext) -> None:
+    """Add the page's components to the Blocks being built (app/web/server.py wraps it with the nav
+    bar) and wire their events."""
+    from app.web.pages import train_runs
+    f = build_form()
+    runs_ui = train_runs.build_runs_section(ctx)
+    h = TrainHandlers(ctx)
+    page = gr.context.Context.root_block      # the Blocks being built: the page's own load event
+    f.fields["trainer"].input(h.trainer, [f.fields["trainer"]], [*(f.fields[k] for k in FORM_KEYS), f.config])
+    page.load(h.load, None, [*f.form, f.config, *f.live])
     page.load(runs_ui.load, None, runs_ui.outputs)
-    f.timer.tick(refresh, None, live, show_progress="hidden")
-    f.launch.click(on_launch, [*form, config], [f.msg, *live], api_name="train_launch")
-    f.stop.click(on_stop, None, [f.msg, *live], api_name="train_stop")
+    f.timer.tick(h.refresh, None, f.live, show_progress="hidden")
+    f.launch.click(h.launch, [*f.form, f.config], [f.msg, *f.live], api_name="train_launch")
+    f.stop.click(h.stop, None, [f.msg, *f.live], api_name="train_stop")
 
 
 # Standalone use (the web app normally wraps build_train_page with its navigation bar).
