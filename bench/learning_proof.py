@@ -64,7 +64,7 @@ def split_videos(args, work: Path, env) -> tuple[list[Path], list[Path]]:
         return _videos(Path(args.train)), _videos(Path(args.test))
     src = Path(args.videos) if args.videos else work / "videos"
     if not args.videos:
-        mvp("make-videos", src, "--n", args.n_videos, "--seed", args.seed, env=env)
+        mvp("make-videos", src, "--n", args.n_videos, "--seed", args.seed, "--kinds", args.kinds, env=env)
     import numpy as np
     files = _videos(src)
     if len(files) < 2:
@@ -142,7 +142,7 @@ def evaluate_all(models: dict[str, Path], test_jsonl: Path, work: Path, env) -> 
         out = work / "eval" / f"{name}.json"
         if not out.is_file():
             mvp("eval", "--model", models[name], "--puzzles", test_jsonl, "--out", out, "--no-db",
-                "--threads", "1", "--max-new-tokens", 32, env=env, log=work / "eval.log")
+                "--threads", "1", "--max-new-tokens", 64, env=env, log=work / "eval.log")
         reports[name] = json.loads(out.read_text())
     return reports
 
@@ -156,16 +156,18 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None, help="REPORT.json path (default WORK/REPORT.json)")
     p.add_argument("--budget-min", type=float, default=30.0, help="wall-time budget in minutes (default 30)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--n-videos", type=int, default=150, help="videos to generate without --videos/--train")
+    p.add_argument("--n-videos", type=int, default=600, help="videos to generate without --videos/--train")
+    p.add_argument("--kinds", default="clock", help="kinds of generated videos (mvp make-videos --kinds); the "
+                                                   "default budget teaches clock (docs/BENCHMARKS.md)")
     p.add_argument("--per-video", type=int, default=4)
     p.add_argument("--n", type=int, default=4, help="keyframes per puzzle")
     p.add_argument("--m", type=int, default=2, help="masked frames")
     p.add_argument("--l", type=int, default=2, help="distractors")
-    p.add_argument("--sft-steps", type=int, default=400)
-    p.add_argument("--grpo-steps", type=int, default=200)
+    p.add_argument("--sft-steps", type=int, default=1000)
+    p.add_argument("--grpo-steps", type=int, default=150)
     p.add_argument("--models-from", help="skip training: evaluate the base/sft/grpo models of this earlier "
                                          "proof's work directory on this run's test videos")
-    p.add_argument("--eval-limit", type=int, default=60, help="held-out puzzles evaluated during training")
+    p.add_argument("--eval-limit", type=int, default=120, help="held-out puzzles evaluated during training")
     args = p.parse_args(argv)
     t0 = time.time()
     t_end = t0 + 60 * args.budget_min

@@ -16,9 +16,13 @@ def _white(frame: np.ndarray) -> np.ndarray:
 
 
 def _state(kind: str, frame: np.ndarray) -> float:
-    """What moves: the object's centroid (slide), its extent (grow), its pixel count (fill)."""
+    """What moves: the object's centroid (slide), its extent (grow), its pixel count (fill), the
+    hand's angle clockwise from 12 o'clock (clock)."""
     w = _white(frame)
     ys, xs = np.nonzero(w)
+    if kind == "clock":
+        c = frame.shape[0] / 2 - 0.5
+        return float(np.degrees(np.arctan2(xs.mean() - c, c - ys.mean())) % 360)
     if kind == "slide":
         return float(xs.mean() + ys.mean())
     if kind == "grow":
@@ -42,7 +46,7 @@ def test_rendered_object_is_monotone_in_time(kind):
 
 
 def test_make_videos_cli_writes_decodable_videos(tmp_path):
-    r = subprocess.run([PYTHON, "-m", "app.cli", "make-videos", str(tmp_path / "v"), "--n", "3", "--seed", "2"],
+    r = subprocess.run([PYTHON, "-m", "app.cli", "make-videos", str(tmp_path / "v"), "--n", str(len(KINDS)), "--seed", "2"],
                        cwd=ROOT, env=mvp_env(), capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     files = sorted((tmp_path / "v").glob("*.mp4"))
@@ -59,7 +63,7 @@ def test_make_videos_cli_writes_decodable_videos(tmp_path):
     # near-lossless encode: the decoded object is where it was drawn
     assert (_white(decoded[6]) == _white(original[6])).mean() > 0.97
     before = {p: p.stat().st_mtime_ns for p in files}
-    again = make_videos(tmp_path / "v", 3, seed=2)                       # re-run: files kept
+    again = make_videos(tmp_path / "v", len(KINDS), seed=2)                       # re-run: files kept
     assert sorted(again) == files and all(p.stat().st_mtime_ns == before[p] for p in files)
 
 

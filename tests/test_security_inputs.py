@@ -1,7 +1,9 @@
 """Security probe: bounded inputs and closed routes. Deeply nested or oversized JSON gets one line and
 a 4xx (never a 500); Gradio's upload route is closed on every page (nothing reaches its temp folder);
 Gradio's monitoring and profiling routes are for admins only; a verdict or option verdict is taken
-only on a puzzle leased to the curator or one they judged before (db/review/access.py)."""
+only on a puzzle leased to the curator or one they judged before (db/review/access.py); the Train
+page's launch, called over HTTP as the page calls it, refuses YAML aliases, oversized YAML, NaN /
+Infinity, out-of-bound numbers and empty fields with one line, before any run folder exists."""
 from __future__ import annotations
 
 import json

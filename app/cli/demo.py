@@ -23,8 +23,8 @@ def register(sub) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=7860)
     p.add_argument("--no-serve", action="store_true", help="prepare only (for scripts and CI)")
-    p.add_argument("--train-minutes", type=float, default=3.0,
-                   help="first run only: minutes of SFT for the demo's trained model (default 3)")
+    p.add_argument("--train-minutes", type=float, default=4.0,
+                   help="first run only: minutes of SFT for the demo's trained model (default 4)")
     p.add_argument("--no-train", action="store_true", help="skip the trained model (random-weight answers only)")
     p.set_defaults(func=handler)
 

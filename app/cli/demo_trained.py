@@ -49,13 +49,13 @@ def _split(data: Path, gen: Path) -> tuple[Path, Path]:
     return out[0], out[1]
 
 
-def prepare(data: Path, url: str, minutes: float, n_videos: int = 40) -> tuple[Path, Path, Path]:
+def prepare(data: Path, url: str, minutes: float, n_videos: int = 160) -> tuple[Path, Path, Path]:
     """(trained checkpoint, base model, held-out puzzles), training on the first call only."""
     work = data / "demo-trained"
     base, run = data / "models" / "tiny-learn-base", work / "sft"
     gen = data / "generated-videos"
     if not (work / "heldout.jsonl").is_file():
-        _mvp("make-videos", gen, "--n", n_videos, "--seed", 0)
+        _mvp("make-videos", gen, "--n", n_videos, "--seed", 0, "--kinds", "clock")  # the kind a CPU learns in minutes
         _mvp("synth", gen, "--data", data, "--db", url, "--n", 4, "--m", 2, "--l", 2, "--per-video", 4, "--quiet")
         _split(data, gen)
     train, heldout = work / "train.jsonl", work / "heldout.jsonl"
@@ -65,7 +65,7 @@ def prepare(data: Path, url: str, minutes: float, n_videos: int = 40) -> tuple[P
     if read_status(run).get("state") != "finished" and RunDir(run).latest_checkpoint() is None:
         print(f"training the demo model for up to {minutes:g} min (SFT on {train}); runs once", flush=True)
         _mvp("sft", ROOT / "configs/proof-sft.yaml", f"model={base}", f"puzzles={train}", f"data_dir={data}",
-             f"output_dir={run}", "target=times", "max_completion_length=32", "max_steps=600", "save_steps=25",
+             f"output_dir={run}", "target=times", "max_steps=1000", "save_steps=25",
              f"eval_puzzles={heldout}", f"eval_data_dir={data}", "eval_steps=25", "eval_limit=24",
              *(["--resume"] if (run / "config.yaml").is_file() else []), deadline=time.time() + 60 * minutes)
     latest = RunDir(run).latest_checkpoint()
@@ -88,4 +88,4 @@ def store_answers(Session, data: Path, url: str, minutes: float, G: int, limit: 
     for name, model in ((TRAINED_RUN, trained), (BASE_RUN, base)):
         if not have[name]:
             _mvp("rollout", "--model", model, "--puzzles", heldout, "--data", data, "--db", url, "-G", G,
-                 "--limit", limit, "--name", name, "--threads", "1", "--max-new-tokens", 32)
+                 "--limit", limit, "--name", name, "--threads", "1", "--max-new-tokens", 64)

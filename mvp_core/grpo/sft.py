@@ -38,13 +38,18 @@ def target_text(record: dict, style: str = "empty") -> str:
     if style == "empty":
         return f"<think></think><answer>{labels}</answer>"
     if style == "times":
-        # When each shown frame was taken (whole seconds): the context frames by number, then
-        # every option. The answer follows from these by comparison, so the model is taught to
-        # read time from each image first (a per-image skill, far easier to learn from scratch).
+        # When each frame was taken (whole seconds), written so that every step is one small
+        # skill a model can learn from scratch: the context frames' times ("1:5 4:8", read from
+        # each image), the masked frames' times ("gap:6 7", from their neighbours), each option's
+        # time before its label ("7:A", read from each image), then each gap time with the label
+        # of the option of that time ("6:C 7:A": a look-up of an earlier "6:"), copied as the answer.
         s, m = record["mask"]["start"], record["mask"]["length"]
         ctx = [f"{i + 1}:{int(f['t'])}" for i, f in enumerate(record["frames"]) if not s <= i < s + m]
-        opts = [f"{o['label']}:{int(o['t'])}" for o in record["options"]]
-        return f"<think>{' '.join(ctx + opts)}</think><answer>{labels}</answer>"
+        gap = [int(f["t"]) for f in record["frames"][s:s + m]]
+        opts = [f"{int(o['t'])}:{o['label']}" for o in record["options"]]
+        match = [f"{t}:{label}" for t, label in zip(gap, record["answer"])]
+        return (f"<think>{' '.join(ctx)} gap:{' '.join(map(str, gap))} | {' '.join(opts)} | {' '.join(match)}"
+                f"</think><answer>{labels}</answer>")
     s, m = record["mask"]["start"], record["mask"]["length"]
     n = len(record["frames"])
     where = f"between frame {s} and frame {s + m + 1}" if s + m < n else f"after frame {s}"

@@ -25,7 +25,7 @@ class SFTConfig(DocumentedConfig):
     target: Literal["empty", "short", "times"] = Field(
         "empty", description="Completion the model learns: 'empty' = <think></think><answer>labels</answer>; "
                              "'short' = a one-sentence reasoning made from the puzzle in the think block; "
-                             "'times' = the time (s) of every shown frame and option in the think block.")
+                             "'times' = the time (s) of every shown frame, of the masked frames and of every option, then each masked frame's option, in the think block.")
 
     # ---- length of the run and checkpoints -----------------------------------------------------
     max_steps: int = Field(100, ge=1, le=10_000_000, description="Optimizer steps to run.")

@@ -114,11 +114,13 @@ def build_tokenizer(cfg: TinyConfig | None = None):
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=not cfg.phrase_tokens)
     if cfg.phrase_tokens:
-        # Tags, answer labels and ", " stay their own pieces: every answer is the same token
-        # pattern (<answer> C , A </answer>), whatever the labels.
+        # Tags, answer labels, ", " and every digit stay their own pieces: every answer is the
+        # same token pattern (<answer> C , A </answer>) whatever the labels, and a number is the
+        # same digit tokens wherever it appears (as Qwen's own tokenizer splits digits), so a
+        # time written in the think block can be matched against another by its tokens.
         from tokenizers import Regex
         bpe.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(r"<[^<>]*>|[A-Z](?=,|<|$)|, "), behavior="isolated"),
+            pre_tokenizers.Split(Regex(r"<[^<>]*>|[A-Z](?=,|<| |$)|, |[0-9]"), behavior="isolated"),
             bpe.pre_tokenizer])
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=cfg.vocab_size, special_tokens=SPECIALS, show_progress=False,

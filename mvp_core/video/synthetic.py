@@ -9,6 +9,8 @@ solvers use, docs/SYNTHESIS.md) therefore carry almost no information about time
 - slide: a square moves left to right at constant speed, at a random height
 - grow:  a ring (a ripple) widens linearly; rings of different radii do not overlap
 - fill:  a thin bar fills from the left edge, at a random height
+- clock: a hand turns clockwise about the centre, from 12 o'clock through 330 degrees (no wrap:
+         every angle is one time); its pixel mass stays the same, only its direction changes
 
 Hand-written on purpose: the frames are a few numpy operations; writing goes through moviepy and
 the ffmpeg that imageio-ffmpeg ships (DESIGN §5), the same encoder the project uses elsewhere.
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-KINDS = ("slide", "grow", "fill")
+KINDS = ("slide", "grow", "fill", "clock")
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,18 @@ def _fill(frame: np.ndarray, p: float, params: dict, spec: VideoSpec) -> None:
     frame[y:y + k, :int(round(2 + p * (s - 2)))] = 255
 
 
-_DRAW = {"slide": _slide, "grow": _grow, "fill": _fill}
+def _clock(frame: np.ndarray, p: float, params: dict, spec: VideoSpec) -> None:
+    s = spec.size
+    angle = np.deg2rad(330.0 * p)                   # clockwise from 12 o'clock
+    yy, xx = np.mgrid[0:s, 0:s]
+    cy = cx = s / 2 - 0.5
+    ux, uy = np.sin(angle), -np.cos(angle)          # image y grows downwards
+    along = (xx - cx) * ux + (yy - cy) * uy         # distance along the hand
+    across = np.abs((xx - cx) * uy - (yy - cy) * ux)
+    frame[(along >= 0) & (along <= s * 0.45) & (across <= params["thin"])] = 255
+
+
+_DRAW = {"slide": _slide, "grow": _grow, "fill": _fill, "clock": _clock}
 
 
 def render(kind: str, seed: int, spec: VideoSpec | None = None) -> list[np.ndarray]:

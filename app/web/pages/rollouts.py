@@ -172,14 +172,18 @@ class RolloutsHandlers:
 
 
 def wire(demo: gr.Blocks, ui: RolloutsUI, h: RolloutsHandlers) -> None:
-    """Every control answers with everything below it in one event (`.input`: no cascade)."""
+    """Every control answers with everything below it in one event (`.input`: no cascade). The
+    switches skip Gradio's queue (`queue=False`: one plain POST instead of a queue join and an event
+    stream; they are short reads)."""
     load_outputs = [ui.nav, ui.ckpt, ui.ckpt2, ui.video, ui.puzzle, ui.msg, *ui.shown]
     demo.load(h.load, None, load_outputs)
     ui.refresh.click(h.load, None, load_outputs, api_name="refresh")
-    ui.ckpt.input(h.left, [ui.ckpt, ui.ckpt2], [ui.ckpt2, ui.video, ui.puzzle, *ui.shown], api_name="run_videos")
-    ui.video.input(h.video, [ui.ckpt, ui.ckpt2, ui.video], [ui.puzzle, *ui.shown], api_name="video_puzzles")
-    ui.puzzle.input(h.show, [ui.ckpt, ui.ckpt2, ui.puzzle], ui.shown, api_name="group")
-    ui.ckpt2.input(h.show, [ui.ckpt, ui.ckpt2, ui.puzzle], ui.shown, api_name="group_compare")
+    fast = {"queue": False, "show_progress": "hidden"}
+    ui.ckpt.input(h.left, [ui.ckpt, ui.ckpt2], [ui.ckpt2, ui.video, ui.puzzle, *ui.shown], api_name="run_videos",
+                  **fast)
+    ui.video.input(h.video, [ui.ckpt, ui.ckpt2, ui.video], [ui.puzzle, *ui.shown], api_name="video_puzzles", **fast)
+    ui.puzzle.input(h.show, [ui.ckpt, ui.ckpt2, ui.puzzle], ui.shown, api_name="group", **fast)
+    ui.ckpt2.input(h.show, [ui.ckpt, ui.ckpt2, ui.puzzle], ui.shown, api_name="group_compare", **fast)
     ui.requeue.click(h.requeue, [ui.puzzle], [ui.msg], api_name="requeue")
 
 
@@ -193,10 +197,9 @@ def build(ctx: WebContext) -> gr.Blocks:
         rollouts_steer.build_panel(ctx, ui.ckpt, ui.puzzle)
         panel = rollouts_eval.build_eval_panel(ctx, db_url)
         eval_outputs, eval_fill = stats_eval.build_eval_section(ctx, PAGE)
-        timer = gr.Timer(1.0)
         wire(demo, ui, RolloutsHandlers(ctx))
         demo.load(panel.load, None, panel.load_outputs)
         demo.load(eval_fill, None, eval_outputs)
         ui.refresh.click(eval_fill, None, eval_outputs)
-        timer.tick(panel.tick, panel.tick_inputs, panel.tick_outputs, show_progress="hidden")
+        panel.timer.tick(panel.tick, panel.tick_inputs, panel.tick_outputs, show_progress="hidden")
     return demo

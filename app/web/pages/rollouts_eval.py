@@ -23,6 +23,7 @@ class EvalPanel:
     tick_inputs: list
     tick_outputs: list
     tick: object
+    timer: gr.Timer          # ticks only while a job of this panel runs (idle pages send nothing)
 
 
 def jobs_html(data_dir) -> str:
@@ -70,6 +71,11 @@ def build_eval_panel(ctx: WebContext, db_url: str) -> EvalPanel:
         msg = gr.HTML(elem_id="ro-job-msg")
         status = gr.HTML(elem_id="ro-job-status")
         log = gr.HTML(elem_id="ro-job-log-box")
+    timer = gr.Timer(1.0, active=False)
+
+    def ticking() -> gr.Timer:
+        alive = any((j := jobs.active(ctx.data_dir, k)) is not None and j["alive"] for k in ("rollout", "eval"))
+        return gr.Timer(active=alive)
 
     def load(request: gr.Request):
         with guard(ctx, request, PAGE):
@@ -81,7 +87,7 @@ def build_eval_panel(ctx: WebContext, db_url: str) -> EvalPanel:
                 sets = [x["name"] for x in list_sets(s)]
             choices = [(f"{r['id']} · {r['kind']} · {r['n_checkpoints']} checkpoints", r["id"]) for r in runs]
             return [gr.update(choices=choices, value=choices[0][1] if choices else None),
-                    gr.update(choices=sets, value=sets[-1] if sets else None), jobs_html(ctx.data_dir)]
+                    gr.update(choices=sets, value=sets[-1] if sets else None), jobs_html(ctx.data_dir), ticking()]
 
     def on_run(run_id, request: gr.Request):
         with guard(ctx, request, PAGE):
@@ -111,7 +117,8 @@ def build_eval_panel(ctx: WebContext, db_url: str) -> EvalPanel:
                                    set_name=set_name or "", split=sp or "", user=request.username,
                                    num_generations=int(g_v or 8), max_new_tokens=int(mnt_v or 24),
                                    limit=int(lim or 0) or None)
-            return msg_html(f"launched {k} of {job['label']} (pid {job['pid']})"), jobs_html(ctx.data_dir)
+            return (msg_html(f"launched {k} of {job['label']} (pid {job['pid']})"), jobs_html(ctx.data_dir),
+                    gr.Timer(active=True))
 
     def on_stop(k, request: gr.Request):
         with guard(ctx, request, PAGE):
@@ -120,11 +127,12 @@ def build_eval_panel(ctx: WebContext, db_url: str) -> EvalPanel:
 
     def tick(k, request: gr.Request):
         with guard(ctx, request, PAGE):
-            return jobs_html(ctx.data_dir), jobs_log(ctx.data_dir, k or "rollout")
+            return jobs_html(ctx.data_dir), jobs_log(ctx.data_dir, k or "rollout"), ticking()
 
     run.change(on_run, [run], [ckpt, mnt])
     set_dd.change(on_set, [set_dd], [split])
-    launch.click(on_launch, [kind, run, ckpt, set_dd, split, g, mnt, limit], [msg, status], api_name="eval_launch")
+    launch.click(on_launch, [kind, run, ckpt, set_dd, split, g, mnt, limit], [msg, status, timer],
+                 api_name="eval_launch")
     stop.click(on_stop, [kind], [msg, status], api_name="eval_stop")
-    return EvalPanel(load_outputs=[run, set_dd, status], load=load, tick_inputs=[kind],
-                     tick_outputs=[status, log], tick=tick)
+    return EvalPanel(load_outputs=[run, set_dd, status, timer], load=load, tick_inputs=[kind],
+                     tick_outputs=[status, log, timer], tick=tick, timer=timer)
