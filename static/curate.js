@@ -20,7 +20,7 @@
   "use strict";
   if (window.mvpCurate) return;
 
-  let st = null;            // {pid, back, fwd}: this tab's navigation state (server checks it)
+  let st = null;            // {pid, back, fwd, filter}: this tab's navigation state (server checks it)
   let picks = [];           // labels picked into the gap while solving the shown puzzle
   let shownAt = performance.now();
   let player = null;        // the running play-in-gap timer
@@ -305,25 +305,56 @@
 
   function toggle(index) { const r = reason(); return simple("toggle", () => ({ index, reason: r }))(); }
 
-  function browse(filters) {
+  // The queue filter: the server claims the next puzzle among the matching ones and lists them all.
+  const FILTER_FIELDS = [["video", "mvp-filter-video"], ["status", "mvp-filter-status"], ["kind", "mvp-filter-kind"],
+    ["min_difficulty", "mvp-filter-dmin"], ["max_difficulty", "mvp-filter-dmax"]];
+
+  function showFilter() {
+    const f = (st && st.filter) || {};
+    const parts = [];
+    FILTER_FIELDS.forEach(([key, id]) => {
+      const el = $(id);
+      if (!el) return;
+      el.value = f[key] === undefined || f[key] === null ? "" : String(f[key]);
+      if (el.value !== "") parts.push(`${key.replace("_", " ")} ${el.tagName === "SELECT" ? el.selectedOptions[0].text : el.value}`);
+    });
+    const now = $("mvp-filter-now");
+    if (now) now.textContent = parts.length ? "your queue: " + parts.join(", ") : "your queue: every puzzle";
+  }
+
+  function filter(filters) {
     return enqueue(async () => {
-      const d = await call("browse", { state: st, filters });
+      const d = await call("filter", { state: st, filters });
       apply(d);
+      showFilter();
       const box = $("mvp-list-box");
       if (box) box.innerHTML = d.list || "";
+      refreshProgress();
     });
   }
 
   function filterValues() {
-    const v = (id) => { const el = $(id); return el ? el.value : ""; };
-    const num = (id) => (v(id) === "" ? null : Number(v(id)));
-    return { video: v("mvp-filter-video"), status: v("mvp-filter-status"), kind: v("mvp-filter-kind"),
-             dmin: num("mvp-filter-dmin"), dmax: num("mvp-filter-dmax") };
+    const out = {};
+    FILTER_FIELDS.forEach(([key, id]) => {
+      const el = $(id);
+      if (!el || el.value === "") return;
+      out[key] = el.type === "number" ? Number(el.value) : el.value;
+    });
+    return out;
+  }
+
+  // a puzzle opened from the list: shown in place (history and filter kept), not leased
+  function open(pid) {
+    return enqueue(async () => { apply(await call("load", { puzzle: pid, state: st })); });
   }
 
   document.addEventListener("click", (e) => {
-    if (e.target.closest && e.target.closest("#mvp-filter-go")) { browse(filterValues()); return; }
-    const card = e.target.closest && e.target.closest("#mvp-puzzle[data-phase=answer] .mvp-opt");
+    if (!e.target.closest) return;
+    if (e.target.closest("#mvp-filter-go")) { filter(filterValues()); return; }
+    if (e.target.closest("#mvp-filter-clear")) { filter({}); return; }
+    const link = e.target.closest("#mvp-list-box a.mvp-open");
+    if (link) { e.preventDefault(); open(link.dataset.puzzleId); return; }
+    const card = e.target.closest("#mvp-puzzle[data-phase=answer] .mvp-opt");
     if (card) { e.preventDefault(); pick(Number(card.dataset.index)); }
   });
 
@@ -333,14 +364,20 @@
     const q = new URLSearchParams(location.search);
     const deep = q.get("puzzle");
     enqueue(async () => {
-      apply(await call("load", { puzzle: deep, state: deep ? null : saved() }));
+      apply(await call("load", { puzzle: deep, state: saved() }));
+      showFilter();
       refreshProgress();
     });
-    if (q.get("video")) browse({ video: q.get("video") });   // queued after the load
+    if (q.get("video")) filter({ video: q.get("video") });   // the per-video view; queued after the load
+    // the tab's state now holds what the link asked for: a reload comes back to where the tab is
+    if (deep || q.get("video")) {
+      q.delete("puzzle"); q.delete("video");
+      history.replaceState(null, "", location.pathname + (q.toString() ? "?" + q : "") + location.hash);
+    }
   }
 
   window.mvpCurate = {
-    start, verdict, play, playPicks, pick, unpick, submitAnswer, digit, toggle, browse,
+    start, verdict, play, playPicks, pick, unpick, submitAnswer, digit, toggle, filter, open,
     undo: simple("undo", null, refreshProgress),
     move: (step) => simple("move", () => ({ step }))(),
     state: () => st, picks: () => picks.slice(), phase,

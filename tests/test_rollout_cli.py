@@ -67,6 +67,15 @@ def test_tiny_model_rollout_eval_end_to_end(capsys, tmp_path, synth_dir):
     assert rc == 0 and f"{2 * n} new answers" in out and "run 'set-run'" in out
     assert (synth_dir / "rollouts" / "set-run.parquet").is_file()
 
+    # one curator's blind answer on one puzzle of the set: the humans' baseline beside the model
+    from db.human import record_answer
+    from db.models.curation import User
+    rec0 = json.loads(lines[0])
+    with Session() as s:
+        u = User(name="cur", role="curator", password_hash="-")
+        s.add(u)
+        s.commit()
+        record_answer(s, u.id, rec0["id"], rec0["answer"], 4.0)
     report_path = tmp_path / "eval" / "report.json"
     rc, out, err = mvp(capsys, "eval", "--model", model, "--set", "cli-set", "--data", synth_dir,
                        "--max-new-tokens", 10, "--out", report_path)
@@ -78,8 +87,10 @@ def test_tiny_model_rollout_eval_end_to_end(capsys, tmp_path, synth_dir):
     for g in rep["groups"].values():
         for sysname in rep["systems"]:
             assert all(0 <= g[sysname][k] <= 1 for k in ("total", "exact", "format", "selection", "order"))
+    assert rep["humans"]["puzzles"] == 1 and rep["humans"]["exact"] == 1.0
     md = report_path.with_suffix(".md").read_text()
     assert md == out and "| all | " in md and "boundary" in md
+    assert "Humans (curators, blind) on the 1 puzzles of this set they answered (1 answers): exact 1.000" in md
 
 
 def test_bad_inputs_are_one_line_errors(capsys, tmp_path, synth_dir):

@@ -8,6 +8,8 @@ from curate_steps import assert_blind, assert_no_leak, current, keys_for, record
 from fixtures_web import login, shot
 from sqlalchemy import select
 
+from db.models import utcnow
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 def test_solve_first_then_vet(web_app, browser):
@@ -127,24 +129,85 @@ def test_play_in_gap_plays_the_picks_in_view(web_app, browser):
     ctx.close()
 
 
-def test_filter_and_per_video_view(web_app, browser):
+def _verdicts_seen(api: list[dict]) -> int:
+    return sum(a["action"] == "verdict" for a in api)
+
+
+def test_filter_the_queue_and_skips_come_back(web_app, browser):
+    """The per-video view lists every puzzle of the video and makes the queue hand out only those;
+    skipping them all brings the first skipped one back; the filter bar narrows the queue by status
+    (my skipped ones) and by distractor kind + difficulty. Every answer stays blind."""
+    from db import review
     from db.models import Puzzle, Video
+    from db.models.curation import Lease
+    from db.review.queue_rule import reference_matches
     with web_app.Session() as s:
         vid, vpath = s.execute(select(Video.id, Video.path).where(Video.path.like("%bikes%"))).one()
         pids = sorted(s.scalars(select(Puzzle.id).where(Puzzle.video_id == vid)))
+    ada = web_app.user_id("ada")
     ctx, page = login(browser, web_app, "ada", path=f"/curate/?video={vid}")
+    api = watch_api(page)
     page.wait_for_selector("#mvp-puzzle-list", timeout=30000)
+    page.wait_for_function("() => window.mvpHotkeysInstalled && window.mvpCurate && window.mvpCurate.state()")
     rows = page.eval_on_selector_all("#mvp-puzzle-list tbody tr", "els => els.map(e => e.dataset.puzzleId)")
-    assert sorted(rows) == pids
+    assert sorted(rows) == pids                                   # the per-video view: all its puzzles
     assert all(t == vpath.rsplit("/", 1)[-1] for t in page.eval_on_selector_all(
         "#mvp-puzzle-list tbody td:nth-child(2)", "els => els.map(e => e.innerText)"))
-    assert current(page) == rows[0]
+    assert "video bikes.mp4" in page.inner_text("#mvp-filter-now")
+    assert "video=" not in page.url                               # a reload keeps the tab's state instead
     shot(page, "curate_video_view")
-    # the filter bar: status accepted gives only accepted puzzles (or none, said so)
-    page.select_option("#mvp-filter-video", "")
-    page.select_option("#mvp-filter-kind", "neighbor")
-    page.fill("#mvp-filter-dmin", "0")
+    with web_app.Session() as s:                                  # what the filtered queue may give ada
+        state = review.read_state(s)
+    others = [lease for lease in state.leases if lease.user_id != ada and lease.expires_at > utcnow()]
+    avail = [p for p in pids if (p, ada) not in state.judged and state.reviews[p] + sum(
+        lease.puzzle_id == p for lease in others) < state.k]
+    assert avail, "the other tests left no puzzle of this video for ada"
+    first = current(page)
+    assert first == avail[0]                                      # the queue's order: lowest id first
+    # skip them all: each next one is of this video, then the first skipped one comes back
+    got = [first]
+    for _ in avail:
+        n = _verdicts_seen(api)
+        page.keyboard.press("s")
+        for _ in range(150):                  # the server's answer (the next puzzle may be the same one)
+            if _verdicts_seen(api) > n:
+                break
+            page.wait_for_timeout(100)
+        page.wait_for_timeout(200)            # the answer applied
+        got.append(current(page))
+    assert got == avail + [avail[0]], got
+    # status "skipped": my skipped puzzles (the one shown stays: it matches and is leased to me)
+    page.select_option("#mvp-filter-status", "skipped")
     page.click("#mvp-filter-go")
     page.wait_for_selector(".mvp-msg:has-text('match')", timeout=15000)
+    listed = page.eval_on_selector_all("#mvp-puzzle-list tbody tr", "els => els.map(e => e.dataset.puzzleId)")
+    assert sorted(listed) == sorted(avail) and current(page) == avail[0]
+    # any video, a distractor kind and a difficulty bound: the next puzzle matches them
+    page.select_option("#mvp-filter-video", "")
+    page.select_option("#mvp-filter-status", "")
+    page.select_option("#mvp-filter-kind", "neighbor")
+    page.fill("#mvp-filter-dmin", "0.1")
+    n = len(api)
+    page.click("#mvp-filter-go")
+    page.wait_for_function("() => document.querySelector('#mvp-filter-now').innerText.includes('neighbor')",
+                           timeout=15000)
     assert page.locator("#mvp-puzzle-list tbody tr").count() >= 1
+    shown = current(page)
+    f = api[n]["body"]["state"]["filter"]
+    assert f == {"kind": "neighbor", "min_difficulty": 0.1}
+    if shown:
+        from db.review.queue_rule import QueueFilter
+        with web_app.Session() as s:
+            assert reference_matches(review.read_state(s), shown, ada, QueueFilter(kind="neighbor", min_difficulty=0.1))
+    # a listed puzzle opens in place, the filter and history kept
+    other = next(r for r in rows if r != shown)
+    page.click(f"#mvp-puzzle-list a[data-puzzle-id='{other}']")
+    page.wait_for_selector(f"#mvp-puzzle[data-puzzle-id='{other}']", timeout=15000)
+    assert page.evaluate("() => window.mvpCurate.state().filter.kind") == "neighbor"
+    page.click("#mvp-filter-clear")
+    page.wait_for_selector(".mvp-msg:has-text('filter cleared')", timeout=15000)
+    assert_no_leak(web_app, api)
     ctx.close()
+    with web_app.Session() as s:           # give ada's puzzles back for the other tests
+        s.execute(Lease.__table__.delete().where(Lease.user_id == ada))
+        s.commit()

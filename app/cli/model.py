@@ -222,9 +222,11 @@ def _eval(args) -> int:
     report = evaluate(model, processor, records, frame_loader(data), _prompt_cfg(args, target.run_config),
                       _gen_cfg(args, 1, greedy=args.greedy, run_config=target.run_config), progress=True)
     report["model"] = str(Path(target.model_path).resolve())
+    if args.set:
+        report["humans"] = _humans(args, data)
     if not args.no_db and (args.set or target.run_id):
         _store_eval(args, data, target, report)
-    md = markdown_report(report)
+    md = markdown_report(report) + _humans_md(report.get("humans"))
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -233,6 +235,25 @@ def _eval(args) -> int:
         print(f"report written to {out} and {out.with_suffix('.md')}", file=sys.stderr)
     sys.stdout.write(md)
     return 0
+
+
+def _humans(args, data) -> dict:
+    """The curators' blind answers on the set (split) as one more baseline (db.human.human_baseline)."""
+    from db.engine import open_db
+    from db.human import human_baseline
+    with open_db(args.db, data)() as s:
+        return human_baseline(s, args.set, getattr(args, "split", None))
+
+
+def _humans_md(h: dict | None) -> str:
+    if h is None:
+        return ""
+    if not h["puzzles"]:
+        return "\nHumans (curators, blind): no curator has answered a puzzle of this set yet.\n"
+    lo, hi = h["exact_ci"]
+    return (f"\nHumans (curators, blind) on the {h['puzzles']} puzzles of this set they answered "
+            f"({h['answers']} answers): exact {h['exact']:.3f} [{lo:.2f}, {hi:.2f}], reward {h['reward']:.3f}; "
+            f"{h['possibly_ambiguous']} possibly ambiguous (most answered wrong).\n")
 
 
 def _store_eval(args, data, target, report) -> None:

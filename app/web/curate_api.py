@@ -49,7 +49,8 @@ def parse_state(raw) -> dict:
     pid = raw.get("pid")
     if pid is not None and not (isinstance(pid, str) and 0 < len(pid) <= 200):
         raise UserError("bad request: state.pid must be a puzzle id or null")
-    return {"pid": pid, "back": _ids(raw.get("back"), "back"), "fwd": _ids(raw.get("fwd"), "fwd")}
+    return {"pid": pid, "back": _ids(raw.get("back"), "back"), "fwd": _ids(raw.get("fwd"), "fwd"),
+            "filter": _filters(raw.get("filter"), "state.filter")}
 
 
 def _index(body: dict) -> int:
@@ -102,35 +103,40 @@ def _dispatch(act: CurateActions, Read: sessionmaker, uid: int, action: str, bod
         if step not in (-1, 1) or isinstance(step, bool):
             raise UserError("bad request: step must be -1 or 1")
         return act.move(uid, st, step)
-    if action == "browse":
-        return act.browse(uid, st, _filters(body.get("filters")))
+    if action == "filter":
+        return act.filter(uid, st, _filters(body.get("filters")))
     if action == "progress":
         return {"html": act.progress(uid)}
     raise UserError(f"bad request: no action {action!r}")
 
 
-ACTIONS = ("load", "answer", "verdict", "toggle", "undo", "move", "browse", "progress")
+ACTIONS = ("load", "answer", "verdict", "toggle", "undo", "move", "filter", "progress")
 
 
-def _filters(raw) -> dict:
-    """The browse filters, checked: video id, status, kind (strings) and difficulty bounds."""
+def _filters(raw, what: str = "filters") -> dict:
+    """The queue filter, checked: video id, status, kind (text) and difficulty bounds (numbers in
+    [0, 1]); only the parts that are set (`db.review.browse.make_filter` arguments)."""
+    from db.review.browse import make_filter
+    if raw is None:
+        return {}
     if not isinstance(raw, dict):
-        raise UserError("bad request: filters must be an object")
+        raise UserError(f"bad request: {what} must be an object")
     out: dict = {}
     for key in ("video", "status", "kind"):
         v = raw.get(key)
         if v in (None, ""):
             continue
         if not isinstance(v, str) or len(v) > 64:
-            raise UserError(f"bad request: filters.{key} must be text")
+            raise UserError(f"bad request: {what}.{key} must be text")
         out[key] = v
-    for key, name in (("dmin", "min_difficulty"), ("dmax", "max_difficulty")):
+    for key in ("min_difficulty", "max_difficulty"):
         v = raw.get(key)
         if v in (None, ""):
             continue
         if not isinstance(v, (int, float)) or isinstance(v, bool):
-            raise UserError(f"bad request: filters.{key} must be a number")
-        out[name] = float(v)
+            raise UserError(f"bad request: {what}.{key} must be a number")
+        out[key] = float(v)
+    make_filter(**out)             # the same checks the queue makes (status, bounds): one line each
     return out
 
 

@@ -1,14 +1,16 @@
-"""Finding puzzles to look at outside the queue order: by video, review status, distractor kind and
-difficulty (the curate page's filter and its per-video view). The queue rule itself stays in
-`db.review.queue`; this only lists puzzles."""
+"""Finding puzzles to look at outside the queue order: the puzzles matching the curate page's filter
+(video, review status or "skipped", distractor kind, difficulty of the hardest distractor), which
+is also the per-video view. The filter's meaning is the queue rule's (`db.review.queue_rule`,
+`filter_sql`), so the list shows exactly the puzzles the filtered queue draws from, in any status."""
 from __future__ import annotations
 
-from sqlalchemy import exists, func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from db.models import Option, Puzzle, Video
-from db.models.curation import STATUSES, PuzzleVerdict, ReviewState
+from db.models.curation import PuzzleVerdict, ReviewState
 from db.models.human import HumanAnswer
+from db.review.queue_rule import FILTER_STATUSES, QueueFilter, filter_sql
 from mvp_core.errors import UserError
 
 MAX_LIST = 500
@@ -19,34 +21,33 @@ def video_names(session: Session) -> dict[str, str]:
     return {vid: path.rsplit("/", 1)[-1] for vid, path in session.execute(select(Video.id, Video.path))}
 
 
-def find_puzzles(session: Session, user_id: int, video: str | None = None, status: str | None = None,
-                 kind: str | None = None, min_difficulty: float | None = None,
-                 max_difficulty: float | None = None, limit: int = MAX_LIST) -> list[dict]:
-    """Puzzles matching every given filter, by video file name then id: [{puzzle_id, video, status,
-    n_reviews, mine (my verdict or None), answered (exact match of my answer or None),
-    difficulty (the hardest distractor's)}]. `kind`: some distractor has that kind; difficulty
-    bounds apply to the hardest distractor."""
-    if status is not None and status not in STATUSES:
-        raise UserError(f"status must be one of {', '.join(STATUSES)}")
+def make_filter(video: str | None = None, status: str | None = None, kind: str | None = None,
+                min_difficulty: float | None = None, max_difficulty: float | None = None) -> QueueFilter:
+    """A checked queue filter (UserError, one line, on a bad part)."""
+    if status is not None and status not in FILTER_STATUSES:
+        raise UserError(f"status must be one of {', '.join(FILTER_STATUSES)}")
     for v in (min_difficulty, max_difficulty):
-        if v is not None and not (isinstance(v, (int, float)) and 0 <= v <= 1):
+        if v is not None and not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1):
             raise UserError("difficulty bounds must be numbers between 0 and 1")
+    return QueueFilter(video=video or None, status=status or None, kind=kind or None,
+                       min_difficulty=None if min_difficulty is None else float(min_difficulty),
+                       max_difficulty=None if max_difficulty is None else float(max_difficulty))
+
+
+def find_puzzles(session: Session, user_id: int, filt: QueueFilter, limit: int = MAX_LIST) -> list[dict]:
+    """Puzzles matching the filter, by video file name then id: [{puzzle_id, video, status,
+    n_reviews, mine (my verdict or None), answered (exact match of my answer or None),
+    difficulty (the hardest distractor's)}]."""
     hardest = (select(Option.puzzle_id, func.max(Option.difficulty).label("d"))
                .where(Option.kind != "target").group_by(Option.puzzle_id).subquery())
     q = (select(Puzzle.id, Video.path, ReviewState.status, ReviewState.n_reviews, hardest.c.d)
          .join(Video, Video.id == Puzzle.video_id)
          .join(ReviewState, ReviewState.puzzle_id == Puzzle.id, isouter=True)
          .join(hardest, hardest.c.puzzle_id == Puzzle.id, isouter=True))
-    if video:
-        q = q.where(Puzzle.video_id == video)
-    if status:
-        q = q.where(func.coalesce(ReviewState.status, "pending") == status)
-    if kind:
-        q = q.where(exists().where(Option.puzzle_id == Puzzle.id, Option.kind == kind))
-    if min_difficulty is not None:
-        q = q.where(hardest.c.d >= min_difficulty)
-    if max_difficulty is not None:
-        q = q.where(hardest.c.d <= max_difficulty)
+    cond = filter_sql(filt, "puzzles.id")
+    if cond:
+        params = {k: v for k, v in {"u": user_id, **filt.params()}.items() if f":{k}" in cond}
+        q = q.where(text(cond.removeprefix(" AND ")).bindparams(**params))
     rows = session.execute(q.order_by(Video.path, Puzzle.id).limit(limit)).all()
     ids = [r[0] for r in rows]
     mine, answered = {}, {}

@@ -6,12 +6,13 @@ so nothing to time), and the answer is one request that stores it (`db.human`) a
 revealed view. Distractor verdicts and accept/reject need that answer; a skip does not (a skip is
 not a verdict).
 
-Every action (answer, verdict, distractor toggle, undo, move, browse) is one JSON request
+Every action (answer, verdict, distractor toggle, undo, move, filter, open) is one JSON request
 (app/web/curate_api.py -> CurateActions) that returns the whole puzzle view as HTML, plus the puzzle a
 verdict will most likely lead to, so static/curate.js can show it the moment a verdict key is
-pressed. The per-browser-tab state is small: the current puzzle id and the puzzles seen before and
-after it (for <- / ->). All verdicts go through `db.review`, which keeps the append-only history
-undo relies on."""
+pressed. The per-browser-tab state is small: the current puzzle id, the puzzles seen before and
+after it (for <- / ->) and the tab's queue filter (video, status, distractor kind, difficulty), which
+every claim of the next puzzle honours (`db.review.next_puzzle(..., filt=...)`). All verdicts go
+through `db.review`, which keeps the append-only history undo relies on."""
 from __future__ import annotations
 
 import json
@@ -19,11 +20,22 @@ import json
 import gradio as gr
 from sqlalchemy import select
 
-from app.web.common import WebContext, esc, guard, nav_html
-from app.web.pages.curate_view import HELP_HTML, RUBRIC_HTML, list_html, progress_html, puzzle_html
+from app.web.common import WebContext, guard, nav_html
+from app.web.pages.curate_view import (
+    HELP_HTML,
+    NOTHING_LEFT,
+    NOTHING_MATCHES,
+    RUBRIC_HTML,
+    filter_html,
+    list_html,
+    progress_html,
+    puzzle_html,
+)
 from db.models import Puzzle as PuzzleRow
 from db.models import Video
 from db.models.curation import REASON_CODES, OptionVerdict, PuzzleVerdict, ReviewState
+from db.review.browse import make_filter
+from db.review.queue_rule import FILTER_STATUSES, QueueFilter
 from mvp_core.errors import UserError
 from mvp_core.puzzle import Puzzle
 
@@ -32,18 +44,15 @@ MAX_KEYS = 9
 DEFAULT_REASON = "ambiguous"
 
 
-def peek_next(s, uid: int, current: str | None) -> str | None:
-    """The puzzle `next_puzzle` will hand out after the current one, without leasing it: the queue
-    rule computed read-only (db.review.peek_next; docs/store.md, "Rules the code implements")."""
-    from db.review import peek_next as store_peek
-    return store_peek(s, uid, current)
-
-
 def new_state() -> dict:
     """The per-tab navigation state; the browser keeps it (in sessionStorage, so it survives a reload)
     and sends it with every action. It holds no rights: every write is checked against the session's
-    user on the server."""
-    return {"pid": None, "back": [], "fwd": []}
+    user on the server. `filter` holds the queue filter's set parts (`make_filter` arguments)."""
+    return {"pid": None, "back": [], "fwd": [], "filter": {}}
+
+
+def filt_of(state: dict) -> QueueFilter:
+    return make_filter(**(state.get("filter") or {}))
 
 
 class CurateActions:
@@ -54,7 +63,7 @@ class CurateActions:
 
     # ---- reading ------------------------------------------------------------------------------
 
-    def render(self, s, uid: int, pid: str | None) -> str:
+    def render(self, s, uid: int, pid: str | None, filtered: bool = False) -> str:
         """The puzzle view's HTML for `pid` as this curator sees it: blind until they answered it."""
         from db.human import answer_of
         p, ovs, mine, status, ans, vname = None, {}, None, "pending", None, ""
@@ -73,23 +82,26 @@ class CurateActions:
             status = st.status if st is not None else "pending"
             vpath = s.scalar(select(Video.path).where(Video.id == row.video_id))
             vname = (vpath or "").rsplit("/", 1)[-1]
-        return puzzle_html(p, ovs, mine, status, ans, vname)
+        return puzzle_html(p, ovs, mine, status, ans, vname, NOTHING_MATCHES if filtered else NOTHING_LEFT)
 
     def view(self, s, uid: int, state: dict, msg: str = "", kind: str = "info") -> dict:
         """What the page shows after an action: the state, the current puzzle's HTML, a message, and
         `next`: the puzzle a verdict on this one will most likely lead to, rendered now, so the page
         can show it (images already decoded) the moment a verdict key is pressed, while the verdict is
         being recorded. Progress is fetched separately, so its counting queries stay off this path."""
-        return {"state": state, "html": self.render(s, uid, state.get("pid")),
+        filtered = bool(state.get("filter"))
+        return {"state": state, "html": self.render(s, uid, state.get("pid"), filtered),
                 "msg": msg, "kind": kind, "next": self.predict(s, uid, state)}
 
     def predict(self, s, uid: int, state: dict) -> dict | None:
         """{pid, html} of the puzzle `verdict` will show next: the forward history's top, else the
-        store's queue order (`peek_next`). None when nothing is shown (there is nothing to judge)."""
+        store's queue order under the tab's filter (`db.review.peek_next`, the queue rule read-only).
+        None when nothing is shown (there is nothing to judge)."""
+        from db.review import peek_next
         if not state.get("pid"):
             return None
-        nxt = state["fwd"][-1] if state.get("fwd") else peek_next(s, uid, state.get("pid"))
-        return {"pid": nxt, "html": self.render(s, uid, nxt)}
+        nxt = state["fwd"][-1] if state.get("fwd") else peek_next(s, uid, state.get("pid"), filt=filt_of(state))
+        return {"pid": nxt, "html": self.render(s, uid, nxt, bool(state.get("filter")))}
 
     def progress(self, uid: int) -> str:
         from db.review import progress
@@ -99,20 +111,21 @@ class CurateActions:
     # ---- actions ------------------------------------------------------------------------------
 
     def load(self, uid: int, deep_link: str | None, saved: dict | None = None):
-        """The first view of a tab: a deep-linked puzzle, else the tab's saved state (a reload keeps
-        its place and its history), else the next puzzle of the queue."""
+        """The first view of a tab, or a puzzle opened from the list: a deep-linked puzzle (shown, not
+        leased; the tab's history and filter are kept), else the tab's saved state (a reload keeps its
+        place, history and filter), else the next puzzle of the queue."""
         from db.review import next_puzzle
-        state = new_state()
+        state = dict(saved) if saved else new_state()
         with self.ctx.Session() as s:
             if deep_link:
                 if s.get(PuzzleRow, deep_link) is None:
-                    state["pid"] = next_puzzle(s, uid)
+                    state["pid"] = state.get("pid") or next_puzzle(s, uid, filt=filt_of(state))
                     return self.view(s, uid, state, f"no puzzle {deep_link!r}; showing the next one", "warn")
+                if state.get("pid") and state["pid"] != deep_link:
+                    state["back"] = [x for x in state.get("back", []) if x != deep_link] + [state["pid"]]
                 state["pid"] = deep_link
-            elif saved and saved.get("pid") and s.get(PuzzleRow, saved["pid"]) is not None:
-                state = dict(saved)
-            else:
-                state["pid"] = next_puzzle(s, uid)
+            elif not (state.get("pid") and s.get(PuzzleRow, state["pid"]) is not None):
+                state["pid"] = next_puzzle(s, uid, filt=filt_of(state))
             return self.view(s, uid, state)
 
     def answer(self, uid: int, state: dict, labels: list[str], seconds: float):
@@ -141,7 +154,7 @@ class CurateActions:
             submit_verdict(s, uid, pid, verdict, reason=note or "")
             state["back"] = state.get("back", []) + [pid]
             fwd = list(state.get("fwd", []))
-            state["pid"] = fwd.pop() if fwd else next_puzzle(s, uid)
+            state["pid"] = fwd.pop() if fwd else next_puzzle(s, uid, filt=filt_of(state))
             state["fwd"] = fwd
             return self.view(s, uid, state, f"{verdict}: {pid}")
 
@@ -198,7 +211,7 @@ class CurateActions:
                 state["pid"] = back.pop()
             else:
                 if not fwd:
-                    nxt = next_puzzle(s, uid)
+                    nxt = next_puzzle(s, uid, filt=filt_of(state))
                     if nxt is None or nxt == state.get("pid"):
                         return self.view(s, uid, state, "newest puzzle: judge it (a/r) or skip it (s)", "warn")
                     fwd = [nxt]
@@ -208,22 +221,32 @@ class CurateActions:
             state.update(back=back, fwd=fwd)
             return self.view(s, uid, state)
 
-    def browse(self, uid: int, state: dict, filters: dict):
-        """Puzzles matching the filters as a list (the per-video view when filtered by video); the
-        first one is shown and the rest become the forward history, so verdicts walk the list."""
+    def filter(self, uid: int, state: dict, filters: dict):
+        """Set the tab's queue filter: the next puzzle is the queue's next one among the matching
+        puzzles (the shown one stays if it matches and is leased to me; one I had not judged yet is
+        given back to the queue, not kept from others). Returns the view plus the list of every
+        matching puzzle in any status (`list`: the per-video view when filtered by video)."""
+        from db.review import next_puzzle, release
         from db.review.browse import find_puzzles
-        state = dict(state)
+        f = make_filter(**filters)
+        state = {**state, "filter": filters, "fwd": []}
         with self.ctx.Session() as s:
-            rows = find_puzzles(s, uid, **filters)
-            if rows:
-                ids = [r["puzzle_id"] for r in rows]
-                if state.get("pid") and state["pid"] not in ids:
-                    state["back"] = state.get("back", []) + [state["pid"]]
-                state["pid"] = ids[0]
-                state["fwd"] = list(reversed(ids[1:]))
-            out = self.view(s, uid, state, f"{len(rows)} puzzles match" if rows else "no puzzle matches",
-                            "info" if rows else "warn")
-            out["list"] = list_html(rows)
+            rows = find_puzzles(s, uid, f)
+            old = state.get("pid")
+            state["pid"] = next_puzzle(s, uid, filt=f)
+            if old and old != state["pid"]:
+                if s.scalar(select(PuzzleVerdict.id).where(PuzzleVerdict.puzzle_id == old,
+                                                           PuzzleVerdict.user_id == uid)) is None:
+                    release(s, uid, old)
+                state["back"] = [x for x in state.get("back", []) if x != old] + [old]
+            if not filters:
+                msg, kind = "filter cleared: the whole queue", "info"
+            elif state["pid"] is None:
+                msg, kind = f"{len(rows)} puzzles match; none is left in your queue (open one from the list)", "warn"
+            else:
+                msg, kind = f"{len(rows)} puzzles match; your queue now hands out only these", "info"
+            out = self.view(s, uid, state, msg, kind)
+            out["list"] = list_html(rows) if filters else ""
             return out
 
 
@@ -236,22 +259,13 @@ def _js(call: str) -> str:
 
 
 def filter_bar(ctx: WebContext) -> str:
-    """The queue filter (video by file name, status, distractor kind, difficulty) as plain controls
-    that static/curate.js reads when "Filter" is pressed."""
-    from db.models.curation import STATUSES
+    """The queue filter (video by file name, status or "skipped", distractor kind, difficulty) as
+    plain controls that static/curate.js reads when "Filter" is pressed."""
     from db.review.browse import option_kinds, video_names
     with ctx.Session() as s:
         names = sorted(video_names(s).items(), key=lambda kv: kv[1])
         kinds = option_kinds(s)
-
-    def select_html(name: str, choices: list[tuple[str, str]]) -> str:
-        opts = "".join(f'<option value="{esc(v)}">{esc(t)}</option>' for v, t in [("", "any")] + choices)
-        return f'<label>{name} <select id="mvp-filter-{name}">{opts}</select></label>'
-    return (f'<div class="mvp-filter" id="mvp-filter">{select_html("video", names)}'
-            f'{select_html("status", [(x, x) for x in STATUSES])}{select_html("kind", [(k, k) for k in kinds])}'
-            '<label>difficulty ≥ <input id="mvp-filter-dmin" type="number" min="0" max="1" step="0.05"></label>'
-            '<label>≤ <input id="mvp-filter-dmax" type="number" min="0" max="1" step="0.05"></label>'
-            '<button id="mvp-filter-go" type="button" class="mvp-btn">Filter</button></div>')
+    return filter_html(names, list(FILTER_STATUSES), kinds)
 
 
 def build(ctx: WebContext) -> gr.Blocks:
