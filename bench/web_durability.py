@@ -30,8 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench.web_common import load_avg, percentile, synth_source  # noqa: E402
 
 
 @dataclass
@@ -180,17 +180,12 @@ def verify(db_url: str, tally: Tally) -> dict:
             "duplicated_events": twice, "puzzles_over_k": over_k, "k": k}
 
 
-def _pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, max(0, int(round(q * len(xs))) - 1))] if xs else float("nan")
-
-
 def run(data: Path, db_url: str, users: dict[str, str], admin: tuple[str, str], seconds: float = 20.0,
         log: Path | None = None, think_s: float = 0.0, after_restart: tuple[str, ...] | None = None) -> dict:
     """The whole scenario on an existing data directory and database; returns the summary. Before the
     kill every CLI command runs; after the restart those in `after_restart` (default: all)."""
-    from fixtures_security import Server, http_login
-    from fixtures_web import free_port
+    from fixtures_security import http_login
+    from fixtures_web import Server, free_port
     srv = Server(data, db_url, free_port(), log or data.parent / "durability-serve.log").start()
     stop, tally = threading.Event(), Tally()
     admin_client = http_login(srv.url, *admin)
@@ -225,7 +220,7 @@ def run(data: Path, db_url: str, users: dict[str, str], admin: tuple[str, str], 
                 "cli_failures": failed, "wal_deleted_under_server": deleted, "curator_errors": tally.errors,
                 "curators_judging_after_restart": len(tally.after_restart),
                 "verdict_p50_ms": round(1000 * statistics.median(lat), 1) if lat else None,
-                "verdict_p95_ms": round(1000 * _pct(lat, 0.95), 1) if lat else None,
+                "verdict_p95_ms": round(1000 * percentile(lat, 0.95), 1) if lat else None,
                 "verdicts_per_s": round(len(lat) / max(1e-9, seconds), 1)})
     return out
 
@@ -265,20 +260,6 @@ def prepare(src: Path, dst: Path, engine: str, n_puzzles: int, n_curators: int) 
     return url, users, ("benchadmin", "benchadmin-password")
 
 
-def synth_source(tmp: Path) -> Path:
-    import shutil
-
-    import sample_videos as sv
-    vids = {p.stem: p for p in sv.fetch()}
-    vdir, data = tmp / "videos", tmp / "src"
-    vdir.mkdir()
-    for name in ("bigbuckbunny", "bikes"):
-        shutil.copy(vids[name], vdir / f"{name}.mp4")
-    subprocess.run([sys.executable, "-m", "app.cli", "synth", str(vdir), "--data", str(data), "--per-video", "3",
-                    "--quiet"], cwd=ROOT, check=True)
-    return data
-
-
 def main() -> int:
     import tempfile
     ap = argparse.ArgumentParser()
@@ -306,7 +287,7 @@ def main() -> int:
     print("\n" + f"{'':32}" + "".join(f"{e:>14}" for e in results))
     for k in keys:
         print(f"{k:32}" + "".join(f"{str(results[e][k]):>14}" for e in results))
-    print(f"load average: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
+    print(f"load average: {load_avg()}")
     return 0 if all(r["lost"] == 0 and r["duplicated_events"] == 0 and r["puzzles_over_k"] == 0
                     for r in results.values()) else 1
 

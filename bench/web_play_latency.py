@@ -19,10 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench.web_verdict_latency import Variant, build_db, load_avg, summary, synth_source  # noqa: E402
+from bench.web_common import load_avg, summary, synth_source  # noqa: E402
+from bench.web_verdict_latency import Variant, build_db  # noqa: E402
 
 MEASURE_JS = """
 () => {

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,8 +34,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench.web_common import load_avg, summary, synth_source  # noqa: E402
 
 MEASURE_JS = """
 () => {
@@ -116,32 +115,6 @@ def build_db(data: Path, src: Path, n: int, unique_first: int) -> tuple[str, lis
     return url, ids
 
 
-def synth_source(tmp: Path) -> Path:
-    import sample_videos as sv
-    vids = {p.stem: p for p in sv.fetch()}
-    vdir, data = tmp / "videos", tmp / "src"
-    vdir.mkdir()
-    for name in ("bigbuckbunny", "bikes"):
-        shutil.copy(vids[name], vdir / f"{name}.mp4")
-    subprocess.run([sys.executable, "-m", "app.cli", "synth", str(vdir), "--data", str(data), "--per-video", "3",
-                    "--quiet"], cwd=ROOT, check=True)
-    return data
-
-
-def p95(xs: list[float]) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(0.95 * len(xs))) - 1)]
-
-
-def summary(xs: list[float]) -> dict:
-    return {"n": len(xs), "median_ms": round(statistics.median(xs), 1), "p95_ms": round(p95(xs), 1),
-            "max_ms": round(max(xs), 1)} if xs else {"n": 0}
-
-
-def load_avg() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-
-
 def solve(page) -> None:
     """Answer the shown puzzle (options 1..m into the gap, Enter) and wait for the revealed view."""
     m = int(page.get_attribute("#mvp-puzzle", "data-m") or 0)
@@ -177,12 +150,9 @@ class Variant:
                 if self.proc.poll() is not None or time.time() > deadline:
                     raise RuntimeError(f"{self.name} server did not start:\n{self.log.read_text()}") from None
                 time.sleep(0.3)
-        ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-        page = self.page = ctx.new_page()
-        page.goto(self.base + "/curate/")
-        page.fill("#login-user", "bench")
-        page.fill("#login-password", "bench-pass-1")
-        page.click("#login-submit")
+        from fixtures_web import login
+        _, page = login(browser, self.base, "bench", "bench-pass-1", "/curate/")
+        self.page = page
         page.wait_for_selector("#mvp-puzzle[data-puzzle-id]", timeout=60000)
         page.wait_for_function("() => window.mvpHotkeysInstalled")
         page.evaluate(MEASURE_JS)

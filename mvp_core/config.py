@@ -151,6 +151,8 @@ class DocumentedConfig(BaseModel):
         out = {}
         for name, f in cls.model_fields.items():
             doc = f.description or ""
+            if doc and not doc.endswith((".", "?")):
+                doc += "."
             choices = _choices(f.annotation)
             rng = range_text(f)
             if choices:

@@ -5,19 +5,14 @@ over plain HTTP the way a browser does (GET the form for its CSRF token, then PO
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import httpx
 import pytest
+from fixtures_web import Server  # noqa: F401  (the suite's modules import it from here)
 
-ROOT = Path(__file__).resolve().parent.parent
 CSRF_RE = re.compile(r'name="csrf" value="([^"]+)"')
 
 
@@ -45,48 +40,6 @@ def http_login(url: str, name: str, password: str, headers: dict | None = None) 
 
 def session_token(url: str, name: str, password: str, headers: dict | None = None) -> str:
     return http_login(url, name, password, headers).cookies.get("mvp_session")
-
-
-class Server:
-    """`mvp serve` as a subprocess; restartable on the same port."""
-
-    def __init__(self, data: Path, db_url: str, port: int, log: Path, extra: list[str] | None = None):
-        self.data, self.db_url, self.port, self.log_path = data, db_url, port, log
-        self.extra = extra or []
-        self.url = f"http://127.0.0.1:{port}"
-        self.proc = None
-
-    def start(self, timeout: float = 300) -> "Server":
-        log = open(self.log_path, "a")
-        self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--data", str(self.data),
-                                      "--db", self.db_url, "--port", str(self.port), *self.extra],
-                                     cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                     env=dict(os.environ, PYTHONUNBUFFERED="1",
-                                              GRADIO_TEMP_DIR=str(self.data.parent / "gradio-tmp")))
-        log.close()
-        deadline = time.time() + timeout
-        while True:
-            try:
-                urllib.request.urlopen(self.url + "/login", timeout=2)
-                return self
-            except OSError:
-                if self.proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError("mvp serve did not start:\n" + self.log_path.read_text()[-3000:])
-                time.sleep(0.2)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
 
 
 def sqlite_copy(src: Path, dst: Path) -> None:

@@ -48,6 +48,58 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class Server:
+    """`mvp serve` as a subprocess, as a user would start it; restartable on the same port."""
+
+    def __init__(self, data: Path, db_url: str, port: int, log: Path, extra: list[str] | None = None):
+        self.data, self.db_url, self.port, self.log_path = data, db_url, port, log
+        self.extra = extra or []
+        self.url = f"http://127.0.0.1:{port}"
+        self.proc = None
+
+    def start(self, timeout: float = 300) -> "Server":
+        log = open(self.log_path, "a")
+        self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--data", str(self.data),
+                                      "--db", self.db_url, "--port", str(self.port), *self.extra],
+                                     cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                     env=dict(os.environ, PYTHONUNBUFFERED="1",
+                                              GRADIO_TEMP_DIR=str(self.data.parent / "gradio-tmp")))
+        log.close()
+        deadline = time.time() + timeout
+        while True:
+            try:
+                urllib.request.urlopen(self.url + "/login", timeout=2)
+                return self
+            except OSError:
+                if self.proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError("mvp serve did not start:\n" + self.log_path.read_text()[-3000:])
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+def two_video_corpus(sample_videos, trailer_clips, base: Path) -> Path:
+    """BASE/videos with a trailer segment and bikes (a slow pan gives no puzzle since
+    near-duplicates are refused)."""
+    videos = base / "videos"
+    videos.mkdir()
+    shutil.copy(trailer_clips["trailer_a"], videos / "trailer_a.mp4")
+    shutil.copy(sample_videos["bikes"], videos / "bikes.mp4")
+    return videos
+
+
 def _store_rollouts(Session) -> None:
     """G answers per puzzle for the base model and one checkpoint, each scored by the real reward;
     one puzzle gets G identical answers (a zero-variance group)."""
@@ -85,10 +137,7 @@ def web_data(sample_videos, trailer_clips, tmp_path_factory):
     from db.engine import open_db
     from db.users import add_user
     base = tmp_path_factory.mktemp("web")
-    videos, data = base / "videos", base / "data"
-    videos.mkdir()
-    shutil.copy(trailer_clips["trailer_a"], videos / "trailer_a.mp4")
-    shutil.copy(sample_videos["bikes"], videos / "bikes.mp4")
+    videos, data = two_video_corpus(sample_videos, trailer_clips, base), base / "data"
     db_url = f"sqlite:///{data / 'mvp.sqlite'}"
     res = subprocess.run([sys.executable, "-m", "app.cli", "synth", str(videos), "--data", str(data), "--db", db_url,
                           "--per-video", "3", "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -107,30 +156,9 @@ def web_data(sample_videos, trailer_clips, tmp_path_factory):
 def web_app(web_data):
     """`mvp serve` on a free port, as a user would start it."""
     data, db_url, outside, Session = web_data
-    port = free_port()
-    log = open(data.parent / "serve.log", "w")
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--data", str(data), "--db", db_url,
-                             "--host", "127.0.0.1", "--port", str(port)], cwd=ROOT, stdout=log,
-                            stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 300     # the app imports for minutes on a loaded 2-core machine
-    while True:
-        try:
-            urllib.request.urlopen(url + "/login", timeout=2)
-            break
-        except OSError:
-            if proc.poll() is not None or time.time() > deadline:
-                log.flush()
-                raise RuntimeError("mvp serve did not start:\n" + (data.parent / "serve.log").read_text())
-            time.sleep(0.3)
-    yield WebApp(url, data, db_url, outside, Session)
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    srv = Server(data, db_url, free_port(), data.parent / "serve.log").start()
+    yield WebApp(srv.url, data, db_url, outside, Session)
+    srv.stop()
 
 
 @pytest.fixture(scope="session")
@@ -143,11 +171,11 @@ def browser():
         b.close()
 
 
-def login(browser, app: WebApp, name: str, password: str | None = None, path: str = "/"):
-    """A fresh browser context logged in as `name`; returns (context, page) at `path`."""
+def login(browser, app: WebApp | str, name: str, password: str | None = None, path: str = "/"):
+    """A fresh browser context logged in as `name` on `app` (or a base URL); returns (context, page) at `path`."""
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = ctx.new_page()
-    page.goto(app.url + path)
+    page.goto((app if isinstance(app, str) else app.url) + path)
     page.fill("#login-user", name)
     page.fill("#login-password", password or PASSWORDS[name])
     page.click("#login-submit")

@@ -5,16 +5,13 @@ then `mvp serve` on a free port. Session-scoped: the e2e test and the page bench
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fixtures_web import PASSWORDS, ROLES, free_port
+from fixtures_web import PASSWORDS, ROLES, Server, free_port, two_video_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,11 +37,7 @@ def _mvp(*argv, timeout=600) -> str:
 def studio(sample_videos, trailer_clips, tmp_path_factory):
     from db.engine import open_db
     base = tmp_path_factory.mktemp("studio")
-    videos, data = base / "videos", base / "data"
-    videos.mkdir()
-    # bigbuckbunny (a slow pan) yields no puzzle since near-duplicates are refused: a trailer segment instead
-    shutil.copy(trailer_clips["trailer_a"], videos / "trailer_a.mp4")
-    shutil.copy(sample_videos["bikes"], videos / "bikes.mp4")
+    videos, data = two_video_corpus(sample_videos, trailer_clips, base), base / "data"
     db_url = f"sqlite:///{data / 'mvp.sqlite'}"
     _mvp("synth", videos, "--data", data, "--db", db_url, "--per-video", "3", "--quiet")
     from app.cli import main
@@ -52,29 +45,9 @@ def studio(sample_videos, trailer_clips, tmp_path_factory):
         assert main(["users", "add", name, "--role", ROLES[name], "--password", pw, "--data", str(data),
                      "--db", db_url]) == 0
     _mvp("tiny-model", data / "tiny-model")
-    port = free_port()
-    log = open(base / "serve.log", "w")      # noqa: SIM115 (kept open for the server's lifetime)
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--data", str(data), "--db", db_url,
-                             "--host", "127.0.0.1", "--port", str(port)], cwd=ROOT, stdout=log,
-                            stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 300            # the whole app imports in ~1 min on a loaded machine
-    while True:
-        try:
-            urllib.request.urlopen(url + "/login", timeout=2)
-            break
-        except OSError:
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError("mvp serve did not start:\n" + (base / "serve.log").read_text())
-            time.sleep(0.3)
-    yield Studio(url, data, db_url, open_db(db_url, data), {})
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    srv = Server(data, db_url, free_port(), base / "serve.log").start()
+    yield Studio(srv.url, data, db_url, open_db(db_url, data), {})
+    srv.stop()
     from app.web import jobs
     for kind in jobs.KINDS:                       # no job outlives the session
         jobs.stop(data, grace_s=5, kind=kind)

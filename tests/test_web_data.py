@@ -12,16 +12,12 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
-import time
-import urllib.request
 import zipfile
 from pathlib import Path
 
 import pytest
 from curate_steps import assert_no_leak, solve_and_judge, watch_api
-from fixtures_web import ROOT, WebApp, free_port, login, shot
+from fixtures_web import Server, WebApp, free_port, login, shot
 from sqlalchemy import select
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -52,26 +48,10 @@ def fresh(sample_videos, trailer_clips, tmp_path_factory):
             add_user(s, name, role, pw)
         s.commit()
         set_overlap(s, 2)                    # both curators review every puzzle
-    port = free_port()
-    log = open(base / "serve.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--data", str(data), "--db", db_url,
-                             "--port", str(port)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while True:
-        try:
-            urllib.request.urlopen(url + "/login", timeout=2)
-            break
-        except OSError:
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError((base / "serve.log").read_text()) from None
-            time.sleep(0.3)
-    yield {"app": WebApp(url, data, db_url, base / "none", Session), "videos": videos, "outside": outside,
+    srv = Server(data, db_url, free_port(), base / "serve.log").start()
+    yield {"app": WebApp(srv.url, data, db_url, base / "none", Session), "videos": videos, "outside": outside,
            "base": base}
-    proc.terminate()
-    proc.wait(timeout=10)
-    log.close()
+    srv.stop()
 
 
 def _login(browser, fresh, name: str, path: str):

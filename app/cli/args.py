@@ -57,3 +57,16 @@ def snapshot_set(name: str, run_dir: Path, db_url, data, resume: bool) -> Path:
     Session = open_db(database_url(db_url, d), d)
     with Session() as s:
         return write_snapshot(s, name, out)
+
+
+def run_trainer(cfg, resume: bool, train) -> int:
+    """Check the puzzles file before torch and transformers are imported (seconds: bad input fails
+    fast), then `train()(cfg, resume=...)`; a run stopped by a signal says where its checkpoint is."""
+    import sys
+
+    from mvp_core.grpo.data import PuzzleSet
+    PuzzleSet.open(cfg)
+    summary = train()(cfg, resume=resume)
+    if summary["state"] == "stopped":
+        print(f"stopped at step {summary['step']}; checkpoint saved in {summary['run_dir']}", file=sys.stderr)
+    return 0

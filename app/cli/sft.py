@@ -3,9 +3,7 @@
 curated set from the database into the run directory first."""
 from __future__ import annotations
 
-import sys
-
-from app.cli.args import add_trainer_args, config_and_overrides, use_set_flag
+from app.cli.args import add_trainer_args, config_and_overrides, run_trainer, use_set_flag
 
 
 def register(sub) -> None:
@@ -26,10 +24,9 @@ def _sft(args) -> int:
         print(SFTConfig.documented_yaml(cfg), end="")
         return 0
     use_set_flag(cfg, args)
-    from mvp_core.grpo.data import PuzzleSet
-    PuzzleSet.open(cfg)            # bad input fails before torch is imported
+    return run_trainer(cfg, args.resume, _sft_train)
+
+
+def _sft_train():
     from mvp_core.grpo.sft import train_sft
-    summary = train_sft(cfg, resume=args.resume)
-    if summary["state"] == "stopped":
-        print(f"stopped at step {summary['step']}; checkpoint saved in {summary['run_dir']}", file=sys.stderr)
-    return 0
+    return train_sft

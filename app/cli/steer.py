@@ -104,8 +104,6 @@ def _collect(args) -> int:
 
 
 def _train(args) -> int:
-    from pydantic import ValidationError
-
     from app.cli.steer_run import _table, steer_cfg
     from mvp_core.steer.config import EnergyConfig
     from mvp_core.steer.states import load_states
@@ -115,9 +113,10 @@ def _train(args) -> int:
     if args.labels == "false-refusal":
         blob = _harmless_only(blob)
     try:
-        cfg = EnergyConfig(hidden=[int(x) for x in args.hidden.split(",")], epochs=args.epochs, lr=args.lr,
-                           batch_size=args.batch_size, tau=args.tau, dropout=args.dropout, seed=args.seed)
-    except (ValueError, ValidationError) as e:
+        cfg = EnergyConfig.from_values({"hidden": [int(x) for x in args.hidden.split(",")], "epochs": args.epochs,
+                                        "lr": args.lr, "batch_size": args.batch_size, "tau": args.tau,
+                                        "dropout": args.dropout, "seed": args.seed})
+    except (ValueError, UserError) as e:      # one line naming the setting (DocumentedConfig)
         raise UserError(f"bad energy settings: {str(e).splitlines()[0]}") from None
     groups = blob["groups"] if len(set(blob["groups"])) > 1 else None
     bank = train_bank(blob["states"], blob["bad"].numpy(), cfg, groups=groups, model_name=blob["model_name"],

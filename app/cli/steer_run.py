@@ -28,13 +28,12 @@ def read_prompts(path: str, fmt: str = "auto"):
 
 
 def steer_cfg(args):
-    from pydantic import ValidationError
-
     from mvp_core.steer.config import SteerConfig
     try:
         layers = [int(x) for x in args.layers.split(",")] if args.layers else None
-        return SteerConfig(top_k=args.top_k, layers=layers, eta=args.eta, steps=args.steps, gate=args.gate)
-    except (ValueError, ValidationError) as e:
+        return SteerConfig.from_values({"top_k": args.top_k, "layers": layers, "eta": args.eta, "steps": args.steps,
+                                        "gate": args.gate})
+    except (ValueError, UserError) as e:      # one line naming the setting (DocumentedConfig)
         raise UserError(f"bad steering settings: {str(e).splitlines()[0]}") from None
 
 

@@ -5,9 +5,7 @@ It reads a curated-set snapshot (puzzles.jsonl + frames) and writes a run direct
 `--set NAME` it first snapshots that curated set from the database into the run directory."""
 from __future__ import annotations
 
-import sys
-
-from app.cli.args import add_trainer_args, config_and_overrides, use_set_flag
+from app.cli.args import add_trainer_args, config_and_overrides, run_trainer, use_set_flag
 from mvp_core.errors import UserError
 
 
@@ -31,11 +29,9 @@ def _train(args) -> int:
     use_set_flag(cfg, args)
     if not cfg.model:
         raise UserError("model: no model path given (model=PATH)")
-    # Check the puzzles file before importing torch and transformers (seconds): bad input fails fast.
-    from mvp_core.grpo.data import PuzzleSet
-    PuzzleSet.open(cfg)
+    return run_trainer(cfg, args.resume, _grpo_train)
+
+
+def _grpo_train():
     from mvp_core.grpo.loop import train
-    summary = train(cfg, resume=args.resume)
-    if summary["state"] == "stopped":
-        print(f"stopped at step {summary['step']}; checkpoint saved in {summary['run_dir']}", file=sys.stderr)
-    return 0
+    return train

@@ -26,7 +26,8 @@ from mvp_core.grpo.config import GRPOConfig
 from mvp_core.grpo.data import PuzzleSet
 from mvp_core.grpo.heldout import HeldOut
 from mvp_core.grpo.loss import entropy_from_logits, group_advantages, grpo_loss, selective_log_softmax
-from mvp_core.grpo.model_setup import load_model, make_optimizer, reference_model, resume_schedule, use_bf16
+from mvp_core.grpo.model_setup import (load_model, make_optimizer, optimizer_step, reference_model, resume_schedule,
+                                       use_bf16)
 from mvp_core.grpo.rundir import RunDir
 from mvp_core.grpo.runlog import RunLogger, step_metrics
 from mvp_core.model.sampler import SamplerSettings, placeholder_token_ids, sample
@@ -425,14 +426,7 @@ def reference_logps(ctx: StepContext, encs: list[dict], comps: list[torch.Tensor
 
 def clip_and_step(cfg: GRPOConfig, model, optimizer, scheduler, ctx: StepContext) -> float:
     t = time.perf_counter()
-    params = [p for p in model.parameters() if p.requires_grad]
-    if cfg.max_grad_norm > 0:
-        gn = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
-    else:
-        gn = float(torch.norm(torch.stack([p.grad.norm() for p in params if p.grad is not None])))
-    optimizer.step()
-    scheduler.step()
-    optimizer.zero_grad(set_to_none=True)
+    gn = optimizer_step(model, cfg.max_grad_norm, optimizer, scheduler)
     ctx.lap("optimizer", t)
     return gn
 

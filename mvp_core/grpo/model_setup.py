@@ -113,6 +113,20 @@ def make_optimizer(model, cfg: GRPOConfig):
     return opt, make_schedule(opt, cfg)
 
 
+def optimizer_step(model, max_grad_norm: float, optimizer, scheduler) -> float:
+    """Clip the trainable parameters' gradient norm (when max_grad_norm > 0), step the optimizer and
+    the schedule, clear the gradients; returns the norm before clipping."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    if max_grad_norm > 0:
+        gn = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
+    else:
+        gn = float(torch.norm(torch.stack([p.grad.norm() for p in params if p.grad is not None])))
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return gn
+
+
 def resume_schedule(optimizer, scheduler, cfg: GRPOConfig, step: int) -> None:
     """Put the LR schedule of the *current* config at optimizer step `step` after a checkpoint's
     optimizer/scheduler state was loaded. The loaded param-group lr is the old schedule's next

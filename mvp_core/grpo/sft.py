@@ -23,7 +23,7 @@ from mvp_core.grpo.data import PuzzleSet
 from mvp_core.grpo.heldout import HeldOut
 from mvp_core.grpo.loop import StopFlag
 from mvp_core.grpo.loss import selective_log_softmax
-from mvp_core.grpo.model_setup import load_model, make_optimizer, resume_schedule, use_bf16
+from mvp_core.grpo.model_setup import load_model, make_optimizer, optimizer_step, resume_schedule, use_bf16
 from mvp_core.grpo.rundir import RunDir
 from mvp_core.grpo.sft_config import SFTConfig
 
@@ -178,14 +178,7 @@ def sft_step(cfg: SFTConfig, model, processor, data: PuzzleSet, records: list[di
 
 
 def _clip_and_step(cfg: SFTConfig, model, optimizer, scheduler) -> float:
-    params = [p for p in model.parameters() if p.requires_grad]
-    if cfg.max_grad_norm > 0:
-        gn = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
-    else:
-        gn = float(torch.norm(torch.stack([p.grad.norm() for p in params if p.grad is not None])))
-    optimizer.step()
-    scheduler.step()
-    optimizer.zero_grad(set_to_none=True)
+    gn = optimizer_step(model, cfg.max_grad_norm, optimizer, scheduler)
     return gn if gn == gn else -1.0
 
 

@@ -13,6 +13,7 @@ import torch
 from mvp_core.errors import UserError
 from mvp_core.steer.config import EnergyConfig, SplitMetrics, SteerConfig
 from mvp_core.steer.energy import EnergyMLP
+from mvp_core.steer.tensor_file import load_tensor_file, save_tensor_file
 
 FORMAT = "mvp-steer-energy/1"
 
@@ -55,29 +56,16 @@ class EnergyBank:
                             f"({self.model_name}); this model has {h} x {n}")
 
     def save(self, path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         blob = {"format": FORMAT, "model_name": self.model_name, "hidden_size": self.hidden_size,
                 "num_layers": self.num_layers, "layers": sorted(self.models),
                 "energy_config": self.energy_config.model_dump(), "steer_config": self.steer_config.model_dump(),
                 "metrics": {li: m.model_dump() for li, m in self.metrics.items()},
                 "state_dicts": {li: m.state_dict() for li, m in self.models.items()}, "extra": self.extra}
-        tmp = path.with_name(f".{path.name}.tmp")
-        torch.save(blob, tmp)
-        tmp.replace(path)   # atomic: a crash never leaves half a bank
-        return path
+        return save_tensor_file(path, blob)
 
     @classmethod
     def load(cls, path) -> EnergyBank:
-        path = Path(path)
-        if not path.is_file():
-            raise UserError(f"energy bank {path} does not exist")
-        try:
-            blob = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as e:  # noqa: BLE001 - any unpickling failure is a bad file
-            raise UserError(f"{path} is not an energy bank ({str(e).splitlines()[0][:120]})") from None
-        if not isinstance(blob, dict) or blob.get("format") != FORMAT:
-            raise UserError(f"{path} is not an energy bank (format {blob.get('format') if isinstance(blob, dict) else '?'})")
+        blob = load_tensor_file(path, FORMAT, "energy bank", "(not written by `mvp steer train`)")
         ecfg = EnergyConfig(**blob["energy_config"])
         models = {}
         for li in blob["layers"]:

@@ -9,18 +9,18 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mvp_core.config import DocumentedConfig
 
-class CollectConfig(BaseModel):
+
+class CollectConfig(DocumentedConfig):
     """How hidden states are read from a decoder."""
-    model_config = ConfigDict(extra="forbid")
     batch_size: int = Field(16, ge=1, le=4096, description="prompts per forward pass (left-padded)")
     max_length: int | None = Field(None, ge=1, description="truncate prompts to this many tokens (None: keep all)")
     system: str | None = Field(None, description="system message for the chat template (None: the template's default)")
 
 
-class EnergyConfig(BaseModel):
+class EnergyConfig(DocumentedConfig):
     """One MLP energy per layer, trained with InfoNCE (good states low, bad states high)."""
-    model_config = ConfigDict(extra="forbid")
     hidden: list[int] = Field([2048, 1024, 1024, 512], min_length=1, max_length=8,
                               description="hidden sizes; each is Linear -> LayerNorm -> SiLU -> Dropout")
     dropout: float = Field(0.15, ge=0.0, lt=1.0, description="dropout after each hidden block (training only)")
@@ -35,9 +35,8 @@ class EnergyConfig(BaseModel):
     seed: int = Field(0, ge=0, description="seed for splits, initialisation and batch order")
 
 
-class SteerConfig(BaseModel):
+class SteerConfig(DocumentedConfig):
     """Inference-time steering: K normalised gradient steps on the top-k layers' input states."""
-    model_config = ConfigDict(extra="forbid")
     top_k: int = Field(3, ge=1, le=512, description="steer the k layers ranked best by validation accuracy")
     layers: list[int] | None = Field(None, description="explicit layer indices (overrides top_k)")
     eta: float = Field(0.5, gt=0.0, le=100.0, description="step size of h <- h - eta * g / (||g|| + 1e-8)")

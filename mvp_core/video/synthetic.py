@@ -13,7 +13,7 @@ solvers use, docs/SYNTHESIS.md) therefore carry almost no information about time
          every angle is one time); its pixel mass stays the same, only its direction changes
 
 Hand-written on purpose: the frames are a few numpy operations; writing goes through moviepy and
-the ffmpeg that imageio-ffmpeg ships (DESIGN §5), the same encoder the project uses elsewhere.
+the ffmpeg that imageio-ffmpeg ships, the same encoder the project uses elsewhere.
 Everything is a function of the seed: the same (seed, index) gives the same pixels."""
 from __future__ import annotations
 

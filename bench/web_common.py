@@ -1,0 +1,44 @@
+"""What the web benchmarks share: the tests' fixtures and the sample videos importable, a source
+data directory synthesized from two sample videos, latency percentiles and summaries, and the
+machine's load average to print beside every result."""
+from __future__ import annotations
+
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+for _p in (ROOT / "scripts", ROOT / "tests"):     # fixtures_web / fixtures_security, sample_videos
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+
+
+def synth_source(tmp: Path) -> Path:
+    """TMP/src: `mvp synth` over bigbuckbunny and bikes, 3 puzzles a video."""
+    import sample_videos as sv
+    vids = {p.stem: p for p in sv.fetch()}
+    vdir, data = tmp / "videos", tmp / "src"
+    vdir.mkdir()
+    for name in ("bigbuckbunny", "bikes"):
+        shutil.copy(vids[name], vdir / f"{name}.mp4")
+    subprocess.run([sys.executable, "-m", "app.cli", "synth", str(vdir), "--data", str(data), "--per-video", "3",
+                    "--quiet"], cwd=ROOT, check=True)
+    return data
+
+
+def percentile(xs: list[float], q: float) -> float:
+    """The nearest-rank q-quantile (q = 0.95: p95); NaN for no values."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, int(round(q * len(xs))) - 1))] if xs else float("nan")
+
+
+def summary(xs: list[float]) -> dict:
+    """n, median, p95 and max of latencies in milliseconds."""
+    return {"n": len(xs), "median_ms": round(statistics.median(xs), 1), "p95_ms": round(percentile(xs, 0.95), 1),
+            "max_ms": round(max(xs), 1)} if xs else {"n": 0}
+
+
+def load_avg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])

@@ -1,0 +1,34 @@
+"""The steering files (collected states, energy banks): one dict of tensors and plain values,
+written atomically with torch.save and read back with weights_only=True (no code runs on load),
+tagged with a format string so one kind of file is never read as the other."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from mvp_core.errors import UserError
+
+
+def save_tensor_file(path, blob: dict) -> Path:
+    import torch
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    torch.save(blob, tmp)
+    tmp.replace(path)   # atomic: a crash never leaves half a file
+    return path
+
+
+def load_tensor_file(path, fmt: str, what: str, not_this_kind: str) -> dict:
+    """The dict saved at `path` with format `fmt`. `what` names the kind ("energy bank"); a
+    missing, unreadable or other-format file is a one-line UserError (`not_this_kind` ends that line)."""
+    import torch
+    path, a_what = Path(path), ("an " if what[:1] in "aeiou" else "a ") + what
+    if not path.is_file():
+        raise UserError(f"{what} {path} does not exist")
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - any unpickling failure is a bad file
+        raise UserError(f"{path} is not {a_what} ({str(e).splitlines()[0][:120]})") from None
+    if not isinstance(blob, dict) or blob.get("format") != fmt:
+        raise UserError(f"{path} is not {a_what} {not_this_kind}")
+    return blob
