@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 VIDEO_EXT = {".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v"}
 # Shares of the budget: SFT, GRPO; the rest is synthesis and the three evaluations.
-SFT_SHARE, GRPO_SHARE = 0.40, 0.40
+SFT_SHARE, GRPO_SHARE = 0.55, 0.25
 
 
 def mvp(*args, env=None, deadline: float | None = None, log: Path | None = None) -> int:
@@ -115,7 +115,7 @@ def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end:
     budget = t_end - time.time()
     if not (sft / "status.json").is_file() or json.loads((sft / "status.json").read_text())["state"] != "finished":
         mvp("sft", ROOT / "configs/proof-sft.yaml", f"model={base}", f"puzzles={train_jsonl}", f"output_dir={sft}",
-            f"max_steps={args.sft_steps}", f"seed={args.seed}", *heldout,
+            f"max_steps={args.sft_steps}", f"seed={args.seed}", *heldout, *args.sft_set,
             *(["--resume"] if (sft / "config.yaml").is_file() else []),
             env=env, deadline=time.time() + budget * SFT_SHARE / (SFT_SHARE + GRPO_SHARE + 0.2), log=work / "sft.log")
     sft_ckpt = latest_checkpoint(sft)
@@ -124,6 +124,7 @@ def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end:
     if not (grpo / "status.json").is_file() or json.loads((grpo / "status.json").read_text())["state"] != "finished":
         mvp("train", ROOT / "configs/proof-grpo.yaml", f"model={sft_ckpt}", f"puzzles={train_jsonl}",
             f"output_dir={grpo}", f"max_steps={args.grpo_steps}", f"seed={args.seed}", *_grpo_heldout(heldout),
+            *args.grpo_set,
             *(["--resume"] if (grpo / "config.yaml").is_file() else []),
             env=env, deadline=time.time() + budget * GRPO_SHARE / (GRPO_SHARE + 0.2), log=work / "grpo.log")
     return {"base": base, "sft": sft_ckpt, "grpo": latest_checkpoint(grpo), "_sft_run": sft, "_grpo_run": grpo}
@@ -165,6 +166,10 @@ def main(argv=None) -> int:
     p.add_argument("--l", type=int, default=2, help="distractors")
     p.add_argument("--sft-steps", type=int, default=1000)
     p.add_argument("--grpo-steps", type=int, default=150)
+    p.add_argument("--sft-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra `mvp sft` setting (repeatable), e.g. eval_steps=0")
+    p.add_argument("--grpo-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra `mvp train` setting (repeatable), e.g. per_device_train_batch_size=16")
     p.add_argument("--models-from", help="skip training: evaluate the base/sft/grpo models of this earlier "
                                          "proof's work directory on this run's test videos")
     p.add_argument("--eval-limit", type=int, default=120, help="held-out puzzles evaluated during training")
