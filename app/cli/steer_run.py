@@ -76,26 +76,23 @@ def collect_prompts(args) -> int:
     return 0
 
 
-def _puzzle_records(args):
+def _puzzles_and_videollm(args):
+    """(records, data directory, model, processor, frame loader) for the puzzle commands; --split is applied by
+    load_puzzles (one clear line when the source has no such split)."""
     from app.cli.model import load_puzzles
-    records, data = load_puzzles(args)
-    if args.split:
-        records = [r for r in records if r.get("split") == args.split]
-        if not records:
-            raise UserError(f"no puzzles in split {args.split!r}")
-    return records, data
-
-
-def collect_puzzles(args) -> int:
     from mvp_core.model.rollout import frame_loader
-    from mvp_core.steer.collect import collect_states, puzzle_batches
-    from mvp_core.steer.puzzles import greedy_rows, puzzle_labels
-    from mvp_core.steer.states import save_states
-    records, data = _puzzle_records(args)
+    records, data = load_puzzles(args)
     model, proc, _, vl = _load(args)
     if not vl:
         raise UserError("puzzles need a VideoLLM (a Qwen-VL model directory)")
-    load = frame_loader(data)
+    return records, data, model, proc, frame_loader(data)
+
+
+def collect_puzzles(args) -> int:
+    from mvp_core.steer.collect import collect_states, puzzle_batches
+    from mvp_core.steer.puzzles import greedy_rows, puzzle_labels
+    from mvp_core.steer.states import save_states
+    records, data, model, proc, load = _puzzles_and_videollm(args)
     if args.run:
         from db.engine import open_db
         from db.steer_labels import rollout_answers
@@ -171,13 +168,8 @@ def eval_prompts(args) -> int:
 
 
 def eval_puzzles(args) -> int:
-    from mvp_core.model.rollout import frame_loader
     from mvp_core.steer.puzzles import compare, greedy_rows
-    records, data = _puzzle_records(args)
-    model, proc, _, vl = _load(args)
-    if not vl:
-        raise UserError("puzzles need a VideoLLM (a Qwen-VL model directory)")
-    load = frame_loader(data)
+    records, _, model, proc, load = _puzzles_and_videollm(args)
     plain = greedy_rows(model, proc, records, load, args.max_new_tokens, progress=True)
     steered = greedy_rows(model, proc, records, load, args.max_new_tokens, steering=_steering(args, model),
                           progress=True)

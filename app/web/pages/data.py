@@ -7,6 +7,8 @@ their split counts, and export one as a zip download (jsonl, Hugging Face datase
 The work is in app/web/pages/data_ops.py; this module is the layout and the download route."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import gradio as gr
 from fastapi import FastAPI
 from fastapi.responses import FileResponse, JSONResponse
@@ -49,88 +51,110 @@ def _synth_inputs() -> list:
 
 def build(ctx: WebContext) -> gr.Blocks:
     with gr.Blocks(title="MVP Studio · Data") as demo:
-        nav = gr.HTML()
-        msg = gr.HTML(elem_id="data-msg")
-        gr.Markdown("## Videos")
-        roots = gr.HTML(elem_id="data-roots")
-        with gr.Row():
-            folder = gr.Textbox(label="Folder of videos on the server (absolute path)", elem_id="data-folder", scale=4)
-            b_add = gr.Button("Add folder", variant="primary", elem_id="data-add", scale=1)
-        files = gr.HTML(elem_id="data-files-box")
-        gr.Markdown("## Synthesize")
-        synth_in = _synth_inputs()
-        b_synth = gr.Button("Synthesize puzzles from the added folders", variant="primary", elem_id="data-synth")
-        status = gr.HTML(elem_id="data-synth-status")
-        timer = gr.Timer(POLL_S, active=False)
-        gr.Markdown("## Shortcut audit")
-        b_audit = gr.Button("Run the shortcut audit", elem_id="data-audit")
-        audit = gr.HTML(elem_id="data-audit-box")
-        gr.Markdown("## Freeze a set (accepted puzzles; splits by video: no video in two splits)")
-        with gr.Row():
-            set_name = gr.Textbox(label="Set name", elem_id="data-set-name")
-            min_d = gr.Number(2, label="Least distractors left", precision=0, elem_id="data-min-d")
-            fr = [gr.Number(v, label=f"{k} share", elem_id=f"data-split-{k}") for k, v in
-                  (("train", 0.8), ("val", 0.1), ("test", 0.1))]
-            b_freeze = gr.Button("Freeze", variant="primary", elem_id="data-freeze")
-        sets = gr.HTML(elem_id="data-sets-box")
-        gr.Markdown("## Export a set")
-        with gr.Row():
-            exp_set = gr.Dropdown([], label="Set", elem_id="data-export-set", allow_custom_value=False)
-            exp_fmt = gr.Radio(["jsonl", "hf", "video-r1"], value="jsonl", label="Format", elem_id="data-export-format")
-            b_export = gr.Button("Export", elem_id="data-export")
-        link = gr.HTML(elem_id="data-export-link")
-
-        def refresh_all():
-            names = ops.set_names(ctx)
-            st = ops.synth_status(ctx)
-            return (esc_roots(ctx), files_html(ctx), st["html"], gr.Timer(active=st["state"] == "running"),
-                    sets_html(ctx), gr.Dropdown(choices=names, value=names[-1] if names else None))
-        outs_all = [roots, files, status, timer, sets, exp_set]
+        ui = _layout()
+        refresh_all, outs_all = _refresher(ctx, ui)
 
         def on_load(request: gr.Request):
             with guard(ctx, request, PAGE):
                 return (nav_html(ctx, request.username, PAGE), *refresh_all())
-        demo.load(on_load, None, [nav, *outs_all])
-
-        def on_add(path, request: gr.Request):
-            with guard(ctx, request, PAGE):
-                return (msg_html(ops.add_folder(ctx, path)), files_html(ctx))
-        b_add.click(on_add, [folder], [msg, files], api_name="add_folder")
-
-        def on_synth(per_video, n, m, l, fps, seed, workers, request: gr.Request):  # noqa: E741
-            with guard(ctx, request, PAGE):
-                form = _form({"per_video": per_video, "n": n, "m": m, "l": l, "fps": fps, "seed": seed,
-                              "workers": workers})
-                text = ops.start_synth(ctx, request.username, form)
-                return msg_html(text), ops.synth_status(ctx)["html"], gr.Timer(active=True)
-        b_synth.click(on_synth, synth_in, [msg, status, timer], api_name="synth")
-
-        def on_tick(request: gr.Request):
-            with guard(ctx, request, PAGE):
-                return refresh_all()
-        timer.tick(on_tick, None, outs_all, show_progress="hidden")
-
-        def on_audit(request: gr.Request):
-            with guard(ctx, request, PAGE):
-                return ops.table_html("data-audit-table", ops.AUDIT_HEADERS, ops.audit_rows(ctx))
-        b_audit.click(on_audit, None, [audit], api_name="audit")
-
-        def on_freeze(name, md, tr, va, te, request: gr.Request):
-            with guard(ctx, request, PAGE) as uid:
-                text = ops.freeze(ctx, uid, name, md, tr, va, te)
-                names = ops.set_names(ctx)
-                return msg_html(text), sets_html(ctx), gr.Dropdown(choices=names, value=names[-1])
-        b_freeze.click(on_freeze, [set_name, min_d, *fr], [msg, sets, exp_set], api_name="freeze")
-
-        def on_export(name, fmt, request: gr.Request):
-            with guard(ctx, request, PAGE):
-                path = ops.export_zip(ctx, name, fmt)
-                href = f"/{PAGE}/export/{path.name}"
-                return (msg_html(f"exported {name} as {fmt}"),
-                        f'<a id="data-download" class="mvp-btn" href="{esc(href)}" download="{esc(path.name)}">'
-                        f'Download {esc(path.name)}</a>')
-        b_export.click(on_export, [exp_set, exp_fmt], [msg, link], api_name="export")
+        demo.load(on_load, None, [ui.nav, *outs_all])
+        _wire_videos(ctx, ui)
+        _wire_synth(ctx, ui, refresh_all, outs_all)
+        _wire_sets(ctx, ui)
     return demo
+
+
+def _layout() -> SimpleNamespace:
+    """The page's components, top to bottom: videos, synthesis, audit, freeze, export."""
+    ui = SimpleNamespace()
+    ui.nav = gr.HTML()
+    ui.msg = gr.HTML(elem_id="data-msg")
+    gr.Markdown("## Videos")
+    ui.roots = gr.HTML(elem_id="data-roots")
+    with gr.Row():
+        ui.folder = gr.Textbox(label="Folder of videos on the server (absolute path)", elem_id="data-folder", scale=4)
+        ui.b_add = gr.Button("Add folder", variant="primary", elem_id="data-add", scale=1)
+    ui.files = gr.HTML(elem_id="data-files-box")
+    gr.Markdown("## Synthesize")
+    ui.synth_in = _synth_inputs()
+    ui.b_synth = gr.Button("Synthesize puzzles from the added folders", variant="primary", elem_id="data-synth")
+    ui.status = gr.HTML(elem_id="data-synth-status")
+    ui.timer = gr.Timer(POLL_S, active=False)
+    gr.Markdown("## Shortcut audit")
+    ui.b_audit = gr.Button("Run the shortcut audit", elem_id="data-audit")
+    ui.audit = gr.HTML(elem_id="data-audit-box")
+    gr.Markdown("## Freeze a set (accepted puzzles; splits by video: no video in two splits)")
+    with gr.Row():
+        ui.set_name = gr.Textbox(label="Set name", elem_id="data-set-name")
+        ui.min_d = gr.Number(2, label="Least distractors left", precision=0, elem_id="data-min-d")
+        ui.fr = [gr.Number(v, label=f"{k} share", elem_id=f"data-split-{k}") for k, v in
+                 (("train", 0.8), ("val", 0.1), ("test", 0.1))]
+        ui.b_freeze = gr.Button("Freeze", variant="primary", elem_id="data-freeze")
+    ui.sets = gr.HTML(elem_id="data-sets-box")
+    gr.Markdown("## Export a set")
+    with gr.Row():
+        ui.exp_set = gr.Dropdown([], label="Set", elem_id="data-export-set", allow_custom_value=False)
+        ui.exp_fmt = gr.Radio(["jsonl", "hf", "video-r1"], value="jsonl", label="Format", elem_id="data-export-format")
+        ui.b_export = gr.Button("Export", elem_id="data-export")
+    ui.link = gr.HTML(elem_id="data-export-link")
+    return ui
+
+
+def _refresher(ctx: WebContext, ui: SimpleNamespace):
+    """(refresh_all, its outputs): everything the page shows from the store, re-read."""
+    def refresh_all():
+        names = ops.set_names(ctx)
+        st = ops.synth_status(ctx)
+        return (esc_roots(ctx), files_html(ctx), st["html"], gr.Timer(active=st["state"] == "running"),
+                sets_html(ctx), gr.Dropdown(choices=names, value=names[-1] if names else None))
+    return refresh_all, [ui.roots, ui.files, ui.status, ui.timer, ui.sets, ui.exp_set]
+
+
+def _wire_videos(ctx: WebContext, ui: SimpleNamespace) -> None:
+    def on_add(path, request: gr.Request):
+        with guard(ctx, request, PAGE):
+            return (msg_html(ops.add_folder(ctx, path)), files_html(ctx))
+    ui.b_add.click(on_add, [ui.folder], [ui.msg, ui.files], api_name="add_folder")
+
+
+def _wire_synth(ctx: WebContext, ui: SimpleNamespace, refresh_all, outs_all: list) -> None:
+    """The synthesis job (started, then polled while it runs) and the shortcut audit."""
+    def on_synth(per_video, n, m, l, fps, seed, workers, request: gr.Request):  # noqa: E741
+        with guard(ctx, request, PAGE):
+            form = _form({"per_video": per_video, "n": n, "m": m, "l": l, "fps": fps, "seed": seed,
+                          "workers": workers})
+            text = ops.start_synth(ctx, request.username, form)
+            return msg_html(text), ops.synth_status(ctx)["html"], gr.Timer(active=True)
+    ui.b_synth.click(on_synth, ui.synth_in, [ui.msg, ui.status, ui.timer], api_name="synth")
+
+    def on_tick(request: gr.Request):
+        with guard(ctx, request, PAGE):
+            return refresh_all()
+    ui.timer.tick(on_tick, None, outs_all, show_progress="hidden")
+
+    def on_audit(request: gr.Request):
+        with guard(ctx, request, PAGE):
+            return ops.table_html("data-audit-table", ops.AUDIT_HEADERS, ops.audit_rows(ctx))
+    ui.b_audit.click(on_audit, None, [ui.audit], api_name="audit")
+
+
+def _wire_sets(ctx: WebContext, ui: SimpleNamespace) -> None:
+    """Freeze a set, export one as a download."""
+    def on_freeze(name, md, tr, va, te, request: gr.Request):
+        with guard(ctx, request, PAGE) as uid:
+            text = ops.freeze(ctx, uid, name, md, tr, va, te)
+            names = ops.set_names(ctx)
+            return msg_html(text), sets_html(ctx), gr.Dropdown(choices=names, value=names[-1])
+    ui.b_freeze.click(on_freeze, [ui.set_name, ui.min_d, *ui.fr], [ui.msg, ui.sets, ui.exp_set], api_name="freeze")
+
+    def on_export(name, fmt, request: gr.Request):
+        with guard(ctx, request, PAGE):
+            path = ops.export_zip(ctx, name, fmt)
+            href = f"/{PAGE}/export/{path.name}"
+            return (msg_html(f"exported {name} as {fmt}"),
+                    f'<a id="data-download" class="mvp-btn" href="{esc(href)}" download="{esc(path.name)}">'
+                    f'Download {esc(path.name)}</a>')
+    ui.b_export.click(on_export, [ui.exp_set, ui.exp_fmt], [ui.msg, ui.link], api_name="export")
 
 
 def files_html(ctx: WebContext) -> str:
