@@ -1,4 +1,4 @@
-"""The GRPO training loop. `_train` reads top to bottom: set up (run directory, start point, model,
+"""The GRPO training loop. `_train` reads top to bottom: set up (start.py: run directory, start point, model,
 optimizer), then per step `train_step`, held-out eval, log, checkpoint, stop check. One step:
 
   1. this process's puzzles of the step (a pure function of seed and step: resumable)
@@ -26,10 +26,10 @@ from mvp_core.grpo.config import GRPOConfig
 from mvp_core.grpo.data import PuzzleSet
 from mvp_core.grpo.heldout import HeldOut
 from mvp_core.grpo.loss import entropy_from_logits, group_advantages, grpo_loss, selective_log_softmax
-from mvp_core.grpo.model_setup import (load_model, make_optimizer, optimizer_step, reference_model, resume_schedule,
-                                       use_bf16)
+from mvp_core.grpo.model_setup import optimizer_step
 from mvp_core.grpo.rundir import RunDir
 from mvp_core.grpo.runlog import RunLogger, step_metrics
+from mvp_core.grpo.start import Trainer, build_trainer, heldout_for, log_setup, mark_running, open_run, start_point
 from mvp_core.model.sampler import SamplerSettings, placeholder_token_ids, sample
 
 
@@ -70,13 +70,13 @@ def train(cfg: GRPOConfig, resume: bool = False, on_step=None, policy=None) -> d
 
 def _train(cfg: GRPOConfig, resume: bool, on_step, info: D.DistInfo, stop: StopFlag, policy) -> dict:
     data = PuzzleSet.open(cfg)
-    run = _open_run(cfg, info, resume)
+    run = open_run(cfg, info, resume)
     log = RunLogger(run, info)
-    start_step, ckpt = _start_point(run, resume, log)
-    _mark_running(run, cfg, data, info, start_step)
-    trainer = _build_trainer(cfg, info, ckpt, policy, start_step, log)
-    _log_setup(trainer, data, log)
-    heldout = _heldout(cfg, info)
+    start_step, ckpt = start_point(run, resume, log)
+    mark_running(run, cfg, data, info, start_step)
+    trainer = build_trainer(cfg, info, ckpt, policy, start_step, log)
+    log_setup(trainer, data, log)
+    heldout = heldout_for(cfg, info)
 
     step, metrics = start_step, {}
     while step < cfg.max_steps:
@@ -98,112 +98,6 @@ def _train(cfg: GRPOConfig, resume: bool, on_step, info: D.DistInfo, stop: StopF
     summary = _finish(run, info, "finished", step, metrics)
     log.info(f"finished at step {step}")
     return summary
-
-
-# ---- before the first step ---------------------------------------------------------------------
-
-def _open_run(cfg: GRPOConfig, info: D.DistInfo, resume: bool) -> RunDir:
-    run = RunDir(cfg.output_dir)
-    if info.is_main:
-        run.create(resume)
-    D.barrier(info)
-    return run
-
-
-def _start_point(run: RunDir, resume: bool, log: RunLogger) -> tuple[int, object]:
-    """(step, checkpoint): step 0 and none for a fresh run, else the latest complete checkpoint."""
-    if not resume:
-        return 0, None
-    latest = run.latest_checkpoint()
-    if latest is None:
-        log.info("resume: no checkpoint yet, starting from step 0")
-        return 0, None
-    start_step, ckpt = latest
-    log.info(f"resuming from {ckpt} (step {start_step})")
-    return start_step, ckpt
-
-
-def _mark_running(run: RunDir, cfg: GRPOConfig, data: PuzzleSet, info: D.DistInfo, start_step: int) -> None:
-    if not info.is_main:
-        return
-    if start_step == 0:
-        run.write_config(data.config_yaml(cfg, info.world))
-    run.truncate_metrics(start_step)
-    run.write_status(state="running", step=start_step, max_steps=cfg.max_steps)
-
-
-@dataclass
-class Trainer:
-    """What every step works with, built once before the first step."""
-    cfg: GRPOConfig
-    info: D.DistInfo
-    model: object           # the policy itself (unwrapped)
-    train_model: object     # the policy as trained (DDP / FSDP wrapped under torchrun)
-    ref: object             # frozen reference, "adapter-disabled" (LoRA) or None (beta = 0)
-    processor: object
-    optimizer: object
-    scheduler: object
-    eos_ids: frozenset
-    pad_id: int
-    bf16: bool
-
-    def step_context(self) -> "StepContext":
-        """A fresh context (and timer) for one step."""
-        return StepContext(self.cfg, self.info, self.train_model, self.model, self.ref, self.processor,
-                           self.eos_ids, self.pad_id, self.bf16)
-
-
-def _build_trainer(cfg: GRPOConfig, info: D.DistInfo, ckpt, policy, start_step: int, log: RunLogger) -> Trainer:
-    torch.manual_seed(cfg.seed)   # identical LoRA init on every rank
-    model, processor = load_model(cfg, info.device, ckpt, policy)
-    ref = reference_model(model, cfg)
-    train_model = D.wrap_model(model, info, cfg.fsdp)
-    optimizer, scheduler = make_optimizer(train_model, cfg)
-    if ckpt is not None:
-        _restore_optimizer(cfg, info, ckpt, train_model, optimizer, scheduler, start_step)
-    _seed_sampling(cfg, info, ckpt, log)
-    eos_ids, pad_id = _special_ids(model, processor)
-    return Trainer(cfg, info, model, train_model, ref, processor, optimizer, scheduler, eos_ids, pad_id,
-                   use_bf16(cfg, info.device))
-
-
-def _restore_optimizer(cfg, info, ckpt, train_model, optimizer, scheduler, start_step: int) -> None:
-    full = (lambda st: D.load_optimizer_full_state(train_model, optimizer, st)) if _sharded(cfg, info) else None
-    checkpoint.load_optimizer_state(ckpt, optimizer, scheduler, full)
-    # The schedule follows this config (max_steps/warm-up/lr may differ from the saved run's).
-    resume_schedule(optimizer, scheduler, cfg, start_step)
-
-
-def _seed_sampling(cfg: GRPOConfig, info: D.DistInfo, ckpt, log: RunLogger) -> None:
-    """Sampling differs across ranks; restored exactly on resume."""
-    torch.manual_seed(cfg.seed * 1000 + info.rank)
-    if ckpt is not None and not checkpoint.load_rng(ckpt, info.rank):
-        log.info("checkpoint has no RNG state for this rank; sampling re-seeded")
-
-
-def _special_ids(model, processor) -> tuple[frozenset, int]:
-    tok = processor.tokenizer
-    eos_ids = frozenset(i for i in {tok.eos_token_id, *_as_list(model.generation_config.eos_token_id)}
-                        if i is not None)
-    pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    return eos_ids, pad_id
-
-
-def _log_setup(t: Trainer, data: PuzzleSet, log: RunLogger) -> None:
-    params = list(t.model.parameters())
-    log.info(f"model {t.cfg.model}: {sum(p.numel() for p in params) / 1e6:.2f}M params, "
-             f"{sum(p.numel() for p in params if p.requires_grad) / 1e6:.2f}M trainable, "
-             f"{t.info.world} process(es) on {t.info.device.type}, bf16={t.bf16}, {len(data)} puzzles")
-
-
-def _heldout(cfg: GRPOConfig, info: D.DistInfo) -> HeldOut | None:
-    """Held-out puzzles (videos not trained on), answered greedily every eval_steps (heldout.py).
-    Rank 0 alone answers them; FSDP shards the weights across ranks, so there it is skipped."""
-    return HeldOut.from_config(cfg) if not _sharded(cfg, info) else None
-
-
-def _sharded(cfg: GRPOConfig, info: D.DistInfo) -> bool:
-    return bool(cfg.fsdp and info.enabled)
 
 
 # ---- after each step ---------------------------------------------------------------------------
@@ -234,7 +128,7 @@ def _finish(run: RunDir, info: D.DistInfo, state: str, step: int, metrics: dict)
 def train_step(t: Trainer, data: PuzzleSet, step: int, log: RunLogger) -> dict:
     """The optimizer step that takes the run from `step` to `step + 1`; returns its metrics."""
     t0 = time.perf_counter()
-    ctx = t.step_context()
+    ctx = StepContext(t.cfg, t.info, t.train_model, t.model, t.ref, t.processor, t.eos_ids, t.pad_id, t.bf16)
     puzzles = data.puzzles_for_step(step, t.info.rank, t.info.world)
     out = run_step(ctx, puzzles, data)
     lr = t.optimizer.param_groups[0]["lr"]   # the lr this step applies (read before the schedule steps)
@@ -454,9 +348,3 @@ def completion_rows(puzzles, completions, texts, scores, adv, info, G, eos_ids) 
 
 def _comm(info: D.DistInfo) -> torch.device:
     return info.device if info.device.type == "cuda" else torch.device("cpu")
-
-
-def _as_list(x) -> list:
-    if x is None:
-        return []
-    return list(x) if isinstance(x, (list, tuple)) else [x]
