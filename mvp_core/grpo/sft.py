@@ -89,19 +89,7 @@ def _train(cfg: SFTConfig, resume: bool, on_step, stop: StopFlag) -> dict:
         print(msg, flush=True)
         run.log(msg)
 
-    start_step, ckpt = _start(run, cfg, data, resume, log)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    torch.manual_seed(cfg.seed)
-    model, processor = load_model(cfg, device, ckpt)
-    optimizer, scheduler = make_optimizer(model, cfg)
-    if ckpt is not None:
-        checkpoint.load_optimizer_state(ckpt, optimizer, scheduler)
-        resume_schedule(optimizer, scheduler, cfg, start_step)
-        checkpoint.load_rng(ckpt, 0)
-    tok = processor.tokenizer
-    eos = tok.convert_tokens_to_ids("<|im_end|>") if "<|im_end|>" in tok.get_vocab() else tok.eos_token_id
-    ctx = {"pad": tok.pad_token_id if tok.pad_token_id is not None else eos, "eos": eos,
-           "bf16": use_bf16(cfg, device), "device": device}
+    start_step, model, processor, optimizer, scheduler, ctx = _setup(run, cfg, data, resume, log)
     log(f"sft {cfg.model}: {sum(p.numel() for p in model.parameters() if p.requires_grad) / 1e6:.2f}M "
         f"trainable, {len(data)} puzzles, {len(heldout.records) if heldout else 0} held-out")
 
@@ -113,20 +101,13 @@ def _train(cfg: SFTConfig, resume: bool, on_step, stop: StopFlag) -> dict:
         out = sft_step(cfg, model, processor, data, records, ctx)
         gn = _clip_and_step(cfg, model, optimizer, scheduler)
         step += 1
-        dt = time.perf_counter() - t0
-        metrics = {"step": step, "loss": out["loss"], "token_accuracy": out["accuracy"], "grad_norm": gn,
-                   "lr": float(lr), "step_s": dt, "samples_per_s": len(records) / dt,
-                   "tokens_per_s": out["tokens"] / dt, "completion_length": out["tokens"] / len(records),
-                   "epoch": data.epoch_of(step, 1), "time": time.time()}
+        metrics = _step_metrics(step, out, gn, lr, time.perf_counter() - t0, records, data)
         stopping = stop.set
         if heldout and (step == cfg.max_steps or (cfg.eval_steps and step % cfg.eval_steps == 0) or stopping):
             metrics.update(heldout.evaluate(model, processor))
         run.append_metrics(metrics)
         run.write_status(state="running", step=step)
-        line = f"step {step}: loss {out['loss']:.4f} acc {out['accuracy']:.3f} lr {lr:.2e} {dt:.2f}s"
-        if "eval_reward" in metrics:
-            line += f" | eval reward {metrics['eval_reward']:.3f} exact {metrics['eval_exact']:.3f}"
-        log(line)
+        log(_step_line(metrics))
         if on_step is not None:
             on_step(step, metrics)
         if step % cfg.save_steps == 0 or step == cfg.max_steps or stopping:
@@ -141,6 +122,39 @@ def _train(cfg: SFTConfig, resume: bool, on_step, stop: StopFlag) -> dict:
     run.write_status(state="finished", step=step)
     log(f"finished at step {step}")
     return {"state": "finished", "step": step, "metrics": metrics, "run_dir": str(run.path)}
+
+
+def _setup(run: RunDir, cfg: SFTConfig, data: PuzzleSet, resume: bool, log):
+    """(start step, model, processor, optimizer, scheduler, batch context), restored from the
+    latest checkpoint when resuming."""
+    start_step, ckpt = _start(run, cfg, data, resume, log)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(cfg.seed)
+    model, processor = load_model(cfg, device, ckpt)
+    optimizer, scheduler = make_optimizer(model, cfg)
+    if ckpt is not None:
+        checkpoint.load_optimizer_state(ckpt, optimizer, scheduler)
+        resume_schedule(optimizer, scheduler, cfg, start_step)
+        checkpoint.load_rng(ckpt, 0)
+    tok = processor.tokenizer
+    eos = tok.convert_tokens_to_ids("<|im_end|>") if "<|im_end|>" in tok.get_vocab() else tok.eos_token_id
+    ctx = {"pad": tok.pad_token_id if tok.pad_token_id is not None else eos, "eos": eos,
+           "bf16": use_bf16(cfg, device), "device": device}
+    return start_step, model, processor, optimizer, scheduler, ctx
+
+
+def _step_metrics(step: int, out: dict, grad_norm: float, lr: float, dt: float, records: list, data) -> dict:
+    return {"step": step, "loss": out["loss"], "token_accuracy": out["accuracy"], "grad_norm": grad_norm,
+            "lr": float(lr), "step_s": dt, "samples_per_s": len(records) / dt,
+            "tokens_per_s": out["tokens"] / dt, "completion_length": out["tokens"] / len(records),
+            "epoch": data.epoch_of(step, 1), "time": time.time()}
+
+
+def _step_line(m: dict) -> str:
+    line = f"step {m['step']}: loss {m['loss']:.4f} acc {m['token_accuracy']:.3f} lr {m['lr']:.2e} {m['step_s']:.2f}s"
+    if "eval_reward" in m:
+        line += f" | eval reward {m['eval_reward']:.3f} exact {m['eval_exact']:.3f}"
+    return line
 
 
 def _targets(cfg: SFTConfig, processor, records: list[dict], eos: int) -> list[torch.Tensor]:
