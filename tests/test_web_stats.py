@@ -95,7 +95,8 @@ def test_populated_stats_page_draws_model_picks_and_agreement(stats_servers, bro
         assert picks.count() >= 2, page.inner_text("#stats-model_picks_by_kind")
         assert "target" in [picks.nth(i).get_attribute("data-bar") for i in range(picks.count())]
         pair = page.locator("#stats-curator_agreement rect[data-bar]")
-        assert pair.count() == 1 and pair.first.get_attribute("data-bar") == "cur-a / cur-b"
+        # the copied web data may hold earlier tests' verdicts too (other pairs): ours must be drawn
+        assert "cur-a / cur-b" in [pair.nth(i).get_attribute("data-bar") for i in range(pair.count())]
         assert "cur-a / cur-b" in page.inner_text("#stats-curator_agreement-table")
         assert page.locator("#stats-status rect[data-bar]").count() >= 1
         by_video = page.inner_text("#stats-acceptance_by_video")
