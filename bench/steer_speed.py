@@ -4,7 +4,8 @@ Usage: .venv/bin/python bench/steer_speed.py [--hidden 64] [--layers 4] [--token
 The small model is the toy LM's shape (Llama, hidden 64, 4 layers); steering at the published
 settings: k = 3 layers, K = 5 steps, energy MLP 2048-1024-1024-512. Also: a smaller energy MLP,
 the entry gate shut (every state below threshold: one energy forward per call, no gradient) and
-K = 1. Settings are interleaved per repeat; medians."""
+K = 1, and the behavioural test's settings (K = 8, steering every position vs the prompt token only).
+Settings are interleaved per repeat; medians."""
 from __future__ import annotations
 
 import argparse
@@ -54,6 +55,11 @@ def main() -> int:
         "k=3 K=5, MLP 256-128": lambda: Steering(model, small, SteerConfig(top_k=3, steps=5)),
         "k=3 K=5, entry gate shut (state below threshold)":
             lambda: Steering(model, shut, SteerConfig(top_k=3, steps=5, gate="entry")),
+        # the behavioural test's settings (docs/steer.md): every position vs the last prompt token only
+        "k=3 K=8 eta=0.95, MLP 256-128, every position":
+            lambda: Steering(model, small, SteerConfig(top_k=3, steps=8, eta=0.95)),
+        "k=3 K=8 eta=0.95, MLP 256-128, prompt token only":
+            lambda: Steering(model, small, SteerConfig(top_k=3, steps=8, eta=0.95, positions="prompt")),
     }
     times = {k: [] for k in settings}
     _time(model, batch, 4, None)   # warm-up

@@ -55,9 +55,12 @@ POINT_JS = """
   return true;
 }
 """
-# Both groups in the page (G rows each) for puzzle `old` != the shown one, every image loaded.
+# Both groups in the page (G rows each) for puzzle `old` != the shown one, every image loaded, and
+# the controls filled (the panes can be painted before Gradio's load event has set the dropdowns).
 READY_JS = """
 (old) => {
+  const pi = document.querySelector('#ro-puzzle input');
+  if (!pi || !pi.value) return false;
   const v = document.querySelector('#ro-puzzle-view');
   if (!v || v.dataset.puzzleId === old) return false;
   if (document.querySelectorAll('#ro-left .mvp-answer-row').length !== %G%) return false;

@@ -1,12 +1,14 @@
-"""Rollout answers as energy-steering labels: per answer, whether it was right (docs/steer.md).
+"""Energy-steering labels from the database (docs/steer.md): rollout answers (per answer, whether it
+was right) and curator verdicts (per curator, accept / reject / skip).
 
-A thin read over the `rollouts` table so mvp_core.steer never touches the database; the rule that
-turns answers into good/bad lives in mvp_core.steer.puzzles."""
+Thin reads over the `rollouts` and `puzzle_verdicts` tables so mvp_core.steer never touches the
+database; the rules that turn them into good/bad live in mvp_core.steer.puzzles."""
 from __future__ import annotations
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from db.models.curation import PuzzleVerdict
 from db.models.runs import Checkpoint, Rollout, Run
 from mvp_core.errors import UserError
 
@@ -31,4 +33,18 @@ def rollout_answers(s: Session, run_id: str, checkpoint_step: int | None = None,
             for p, i, e, t in s.execute(q.order_by(Rollout.puzzle_id, Rollout.sample_index))]
     if not rows:
         raise UserError(f"run {run_id!r} has no stored answers for that checkpoint")
+    return rows
+
+
+def curator_verdicts(s: Session, puzzle_ids: list[str] | None = None) -> list[dict]:
+    """[{puzzle_id, verdict}]: every curator's current verdict, optionally only for `puzzle_ids`
+    (queried 500 at a time: SQLite caps the parameters of one statement)."""
+    q = select(PuzzleVerdict.puzzle_id, PuzzleVerdict.verdict).order_by(PuzzleVerdict.puzzle_id, PuzzleVerdict.id)
+    chunks = [None] if puzzle_ids is None else [puzzle_ids[i:i + 500] for i in range(0, len(puzzle_ids), 500)]
+    rows = []
+    for chunk in chunks:
+        qc = q if chunk is None else q.where(PuzzleVerdict.puzzle_id.in_(chunk))
+        rows += [{"puzzle_id": p, "verdict": v} for p, v in s.execute(qc)]
+    if not rows:
+        raise UserError("no curator verdicts on these puzzles")
     return rows

@@ -369,6 +369,13 @@
       refreshProgress();
     });
     if (q.get("video")) filter({ video: q.get("video") });   // the per-video view; queued after the load
+    // the filter bar comes from the page's own load event and can arrive after the state: show the
+    // tab's filter in it whenever Gradio (re)draws it
+    let bar = null;
+    new MutationObserver(() => {
+      const now = $("mvp-filter");
+      if (now && now !== bar) { bar = now; showFilter(); }
+    }).observe(document.documentElement, { childList: true, subtree: true });
     // the tab's state now holds what the link asked for: a reload comes back to where the tab is
     if (deep || q.get("video")) {
       q.delete("puzzle"); q.delete("video");

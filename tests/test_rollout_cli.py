@@ -91,6 +91,17 @@ def test_tiny_model_rollout_eval_end_to_end(capsys, tmp_path, synth_dir):
     md = report_path.with_suffix(".md").read_text()
     assert md == out and "| all | " in md and "boundary" in md
     assert "Humans (curators, blind) on the 1 puzzles of this set they answered (1 answers): exact 1.000" in md
+    # the stored eval on the web (Stats / Rollouts): the curators' row beside the solvers, read now
+    from app.web.pages.stats_eval import chart_html, load, summary_html
+    html = summary_html(*load(Session))
+    assert '<td>humans (curators, blind)</td><td>1</td><td>1.000' in html, html
+    with Session() as s:
+        rec1 = json.loads(lines[1])                                  # a second puzzle, answered wrong
+        wrong = [o["label"] for o in rec1["options"] if o["kind"] != "target"][:len(rec1["answer"])]
+        record_answer(s, u.id, rec1["id"], wrong, 2.0)
+    evals, humans = load(Session)
+    assert '<td>humans (curators, blind)</td><td>2</td><td>0.500' in summary_html(evals, humans)
+    assert "humans" in chart_html(evals, "exact", humans) and "humans" not in chart_html(evals, "exact")
 
 
 def test_bad_inputs_are_one_line_errors(capsys, tmp_path, synth_dir):

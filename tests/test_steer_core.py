@@ -116,6 +116,23 @@ def test_steering_lowers_energy_of_held_out_bad_states_and_changes_tokens(tiny_l
     assert _hook_count(model) == 0
 
 
+def test_positions_prompt_steers_the_prefill_only(tiny_lm, lm_bank):
+    model, tok = tiny_lm
+    batch = next(text_batches(tok, _prompts("bad", 8, 99)))
+    plain = model.generate(**batch, max_new_tokens=6, do_sample=False)
+    runs = {}
+    for positions in ("prompt", "every"):
+        cfg = SteerConfig(top_k=2, eta=0.5, steps=5, positions=positions)
+        with Steering(model, lm_bank, cfg, record=True) as st:
+            runs[positions] = model.generate(**batch, max_new_tokens=6, do_sample=False)
+        runs[positions + "_calls"] = sum(1 for r in st.records if r["layer"] == st.layers[0])
+    assert runs["prompt_calls"] == 1 and runs["every_calls"] == 6    # the prefill vs prefill + 5 decoding calls
+    n = batch["input_ids"].shape[1]
+    assert not torch.equal(plain[:, n], runs["prompt"][:, n])   # the first answer token: from the steered state
+    assert not torch.equal(runs["prompt"], runs["every"])
+    assert _hook_count(model) == 0
+
+
 def test_steering_off_or_gated_shut_is_the_plain_model(tiny_lm, lm_bank):
     model, tok = tiny_lm
     batch = next(text_batches(tok, _prompts("bad", 4, 7) + _prompts("good", 4, 8)))

@@ -39,6 +39,38 @@ def test_upgrade_is_idempotent_and_trigger_fills_queue(empty_store_any):
         assert c.execute(text("SELECT puzzle_id, status FROM review_state")).all() == [("p1", "pending")]
 
 
+def test_a_puzzle_added_without_the_trigger_is_still_handed_out(empty_store_any):
+    """The claim's repair path: with no trigger, a new puzzle has no queue row; the first claim that
+    finds nothing queues it and hands it out, and a claim with nothing missing adds no row."""
+    from sqlalchemy.orm import Session
+
+    from db.review import next_puzzle
+    from db.users import add_user
+    eng = empty_store_any.engine
+    with Session(eng) as s:
+        uid = add_user(s, "cur-sync", "curator", "cur-sync-password")[0].id
+        s.commit()
+    pg = eng.dialect.name == "postgresql"     # the PostgreSQL database is shared: disable, then enable
+    with eng.begin() as c:
+        c.execute(text("ALTER TABLE puzzles DISABLE TRIGGER trg_puzzles_review_state" if pg
+                       else "DROP TRIGGER trg_puzzles_review_state"))
+        c.execute(text("INSERT INTO videos (id, sha256, path, fps, duration_s, width, height, created_at) "
+                       "VALUES ('v', 's', 'p', 1, 1, 1, 1, '2024-01-01')"))
+        c.execute(text("INSERT INTO puzzles (id, video_id, params_key, mask_start, mask_length, n_options, "
+                       "record_json, created_at) VALUES ('p1', 'v', 'k', 1, 1, 1, '{}', '2024-01-01')"))
+        assert c.execute(text("SELECT count(*) FROM review_state")).scalar() == 0
+    try:
+        with Session(eng) as s:
+            assert next_puzzle(s, uid) == "p1"
+            s.commit()
+        with eng.connect() as c:
+            assert c.execute(text("SELECT puzzle_id, status FROM review_state")).all() == [("p1", "pending")]
+    finally:
+        if pg:
+            with eng.begin() as c:
+                c.execute(text("ALTER TABLE puzzles ENABLE TRIGGER trg_puzzles_review_state"))
+
+
 def test_sqlite_pragmas_and_concurrent_first_open(tmp_path):
     url = f"sqlite:///{tmp_path / 'new.sqlite'}"
     code = ("import sys; sys.path.insert(0, %r); from db.engine import open_db; open_db(%r)" % (str(ROOT), url))

@@ -177,6 +177,29 @@ def test_curate_api_checks_session_and_input(web_app):
         assert s.scalar(select(func.count()).select_from(VerdictEvent)) == n_events
 
 
+def test_rollouts_view_api_checks_session_role_and_input(web_app):
+    """The Rollouts page's view API (app/web/rollouts_api.py): researchers only; the default view is
+    the page's first puzzle; a version that has no answers or an overlong parameter is one line."""
+    from urllib.parse import quote
+    st, body = raw_get(web_app, "/rollouts/api/view")
+    assert st == 401
+    st, _ = raw_get(web_app, "/rollouts/api/view", session_cookie(web_app, "cora"))
+    assert st in (401, 403)                                       # a curator may not open Rollouts
+    cookie = session_cookie(web_app, "rhea")
+    st, body = raw_get(web_app, "/rollouts/api/view", cookie)
+    got = json.loads(body)
+    assert st == 200 and got["left"] and got["puzzle"] and len(got["html"]) == 4
+    assert f'data-puzzle-id="{got["puzzle"]}"' in got["html"][0] and "mvp-answer-row" in got["html"][1]
+    st, body = raw_get(web_app, f"/rollouts/api/view?left={quote(got['left'])}&puzzle={got['puzzle']}", cookie)
+    assert st == 200 and json.loads(body)["html"][:2] == got["html"][:2]
+    for query, err in ((f"left=x%7C12&puzzle={got['puzzle']}", "left is not a model version"),
+                       (f"left={quote(got['left'])}&right=nope%7Cbase", "right is not a model version"),
+                       ("left=" + "a" * 400, "longer than 300 characters")):
+        st, body = raw_get(web_app, "/rollouts/api/view?" + query, cookie)
+        msg = json.loads(body)["error"]
+        assert st == 400 and err in msg and "\n" not in msg, (query, msg)
+
+
 def test_server_side_role_check_in_handlers(web_app):
     """Second line of defence: the handlers check the role themselves (app.web.common.guard)."""
     from app.web.auth import Auth, Forbidden

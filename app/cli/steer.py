@@ -23,6 +23,9 @@ def register(sub) -> None:
                    help="puzzles: an answer with reward >= this counts as good, like an exact one (default 1.0)")
     c.add_argument("--run", help="puzzles: label from this run's stored answers")
     c.add_argument("--checkpoint", type=int, help="puzzles: the run's checkpoint step (default: base model)")
+    c.add_argument("--verdicts", action="store_true",
+                   help="puzzles: label from curator verdicts (more accepts than rejects: good; more rejects: "
+                        "bad; ties and skips: left out) instead of answers")
     c.set_defaults(func=_collect)
 
     t = ssub.add_parser("train", help="train one energy model per layer; print val/test accuracy and AUROC")
@@ -86,9 +89,24 @@ def _steer_args(p) -> None:
     p.add_argument("--eta", type=float, default=0.5, help="step size (default 0.5)")
     p.add_argument("--steps", type=int, default=5, help="K gradient steps (default 5)")
     p.add_argument("--gate", default="off", choices=["off", "entry", "while"], help="gate on the threshold")
+    p.add_argument("--positions", default="every", choices=["every", "prompt"],
+                   help="every: steer each forward call's last position (published); prompt: the last prompt "
+                        "token only")
+    p.add_argument("--print-config", action="store_true",
+                   help="print the resolved settings with documentation and exit")
     if p.prog.split()[-1] != "train":
         p.add_argument("--gate-bank", help="gate 'entry': judge rows by this bank (e.g. four-class labels) "
                                            "while --bank gives the direction")
+
+
+def _print_config(args, energy=None) -> int:
+    """--print-config: the settings the command would use, documented, as YAML (like `mvp train`)."""
+    from app.cli.steer_run import steer_cfg
+    from mvp_core.steer.config import EnergyConfig, SteerConfig
+    if energy is not None:
+        print("# energy models (EnergyConfig)\n" + EnergyConfig.documented_yaml(energy), end="")
+    print("# steering (SteerConfig)\n" + SteerConfig.documented_yaml(steer_cfg(args)), end="")
+    return 0
 
 
 def _threads(args) -> None:
@@ -108,16 +126,18 @@ def _train(args) -> int:
     from mvp_core.steer.config import EnergyConfig
     from mvp_core.steer.states import load_states
     from mvp_core.steer.train import train_bank
-    _threads(args)
-    blob = load_states(args.states)
-    if args.labels == "false-refusal":
-        blob = _harmless_only(blob)
     try:
         cfg = EnergyConfig.from_values({"hidden": [int(x) for x in args.hidden.split(",")], "epochs": args.epochs,
                                         "lr": args.lr, "batch_size": args.batch_size, "tau": args.tau,
                                         "dropout": args.dropout, "seed": args.seed})
     except (ValueError, UserError) as e:      # one line naming the setting (DocumentedConfig)
         raise UserError(f"bad energy settings: {str(e).splitlines()[0]}") from None
+    if args.print_config:
+        return _print_config(args, cfg)
+    _threads(args)
+    blob = load_states(args.states)
+    if args.labels == "false-refusal":
+        blob = _harmless_only(blob)
     groups = blob["groups"] if len(set(blob["groups"])) > 1 else None
     bank = train_bank(blob["states"], blob["bad"].numpy(), cfg, groups=groups, model_name=blob["model_name"],
                       progress=True, split_names=(blob.get("extra") or {}).get("splits"))
@@ -142,11 +162,15 @@ def _harmless_only(blob: dict) -> dict:
 
 def _generate(args) -> int:
     from app.cli.steer_run import generate_side_by_side
+    if args.print_config:
+        return _print_config(args)
     _threads(args)
     return generate_side_by_side(args)
 
 
 def _eval(args) -> int:
     from app.cli.steer_run import eval_prompts, eval_puzzles
+    if args.print_config:
+        return _print_config(args)
     _threads(args)
     return eval_puzzles(args) if (args.set or args.puzzles) else eval_prompts(args)

@@ -32,7 +32,7 @@ def steer_cfg(args):
     try:
         layers = [int(x) for x in args.layers.split(",")] if args.layers else None
         return SteerConfig.from_values({"top_k": args.top_k, "layers": layers, "eta": args.eta, "steps": args.steps,
-                                        "gate": args.gate})
+                                        "gate": args.gate, "positions": args.positions})
     except (ValueError, UserError) as e:      # one line naming the setting (DocumentedConfig)
         raise UserError(f"bad steering settings: {str(e).splitlines()[0]}") from None
 
@@ -90,30 +90,36 @@ def _puzzles_and_videollm(args):
 
 def collect_puzzles(args) -> int:
     from mvp_core.steer.collect import collect_states, puzzle_batches
-    from mvp_core.steer.puzzles import greedy_rows, puzzle_labels
+    from mvp_core.steer.puzzles import greedy_rows, puzzle_labels, verdict_labels
     from mvp_core.steer.states import save_states
     records, data, model, proc, load = _puzzles_and_videollm(args)
-    if args.run:
+    if args.verdicts:   # the curators' judgement of each puzzle, not a model's answers
+        from db.engine import open_db
+        from db.steer_labels import curator_verdicts
+        with open_db(args.db, data)() as s:
+            bad = verdict_labels(curator_verdicts(s, [r["id"] for r in records]))
+        source = "curator verdicts"
+    elif args.run:
         from db.engine import open_db
         from db.steer_labels import rollout_answers
         with open_db(args.db, data)() as s:
             answers = rollout_answers(s, args.run, args.checkpoint, [r["id"] for r in records])
-        source = f"run {args.run}"
+        bad, source = puzzle_labels(answers, args.reward_threshold), f"run {args.run}"
     else:   # no stored run: answer greedily now
         answers = greedy_rows(model, proc, records, load, args.max_new_tokens, progress=True)
-        source = "greedy answers"
-    bad = puzzle_labels(answers, args.reward_threshold)
+        bad, source = puzzle_labels(answers, args.reward_threshold), "greedy answers"
     records = [r for r in records if r["id"] in bad]
     states = collect_states(model, puzzle_batches(proc, records, load, batch_size=args.batch_size),
                             total=len(records), progress=True)
     labels = [bad[r["id"]] for r in records]
     splits = [r.get("split") for r in records]   # a curated set's own split (by video), when every puzzle has one
-    classes = ["wrong" if b else "right" for b in labels]
+    bad_name, good_name = ("rejected", "accepted") if args.verdicts else ("wrong", "right")
+    classes = [bad_name if b else good_name for b in labels]
     save_states(args.out, states, labels, classes, [r["id"] for r in records],
                 [r["video"]["id"] for r in records], str(args.model),
                 {"label_source": source, "splits": splits if all(splits) else None})
     n = Counter(classes)
-    print(_table(["label", "puzzles"], [["right (good)", n["right"]], ["wrong (bad)", n["wrong"]]]))
+    print(_table(["label", "puzzles"], [[f"{good_name} (good)", n[good_name]], [f"{bad_name} (bad)", n[bad_name]]]))
     print(f"{len(records)} puzzle states from {source} written to {args.out}")
     return 0
 

@@ -27,7 +27,8 @@ CSRF_COOKIE = "mvp_login_csrf"
 GRADIO_MAX_FILE = "1kb"              # no page takes uploads (the guard refuses the route); a second line
 GRADIO_DELETE_CACHE = (3600, 3600)   # Gradio's temporary files older than an hour go, hourly
 HEAD = ('<link rel="icon" href="/favicon.ico"><link rel="stylesheet" href="/static/studio.css">'
-        '<script src="/static/curate.js" defer></script><script src="/static/hotkeys.js" defer></script>')
+        '<script src="/static/curate.js" defer></script><script src="/static/hotkeys.js" defer></script>'
+        '<script src="/static/rollouts.js" defer></script>')
 
 
 def _page_builders() -> dict:
@@ -220,6 +221,9 @@ def _add_page_apis(app: FastAPI, ctx: WebContext, builders: dict) -> None:
     if "curate" in builders:            # the curate page's JSON API
         from app.web.curate_api import register as register_curate_api
         register_curate_api(app, ctx)
+    if "rollouts" in builders:          # the Rollouts page's view API
+        from app.web.rollouts_api import register as register_rollouts_api
+        register_rollouts_api(app, ctx)
     if "datasets" in builders:          # the Data page's export downloads
         from app.web.pages.data import register as register_data_routes
         register_data_routes(app, ctx)

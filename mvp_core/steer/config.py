@@ -41,6 +41,12 @@ class SteerConfig(DocumentedConfig):
     layers: list[int] | None = Field(None, description="explicit layer indices (overrides top_k)")
     eta: float = Field(0.5, gt=0.0, le=100.0, description="step size of h <- h - eta * g / (||g|| + 1e-8)")
     steps: int = Field(5, ge=1, le=1000, description="K: gradient steps per layer per forward call")
+    positions: Literal["every", "prompt"] = Field(
+        "every", description="every: steer position -1 of every forward call, i.e. the last prompt token "
+                             "and each generated token (published); prompt: only forward calls over more "
+                             "than one position (the prefill with the KV cache), i.e. only the last prompt "
+                             "token, the state the energies were trained on; generated tokens then attend "
+                             "to the steered prompt without being moved themselves")
     gate: Literal["off", "entry", "while"] = Field(
         "off", description="off: steer every row (published); entry: steer a row (K steps on every chosen "
                            "layer) only if its state entering the first chosen layer is above that layer's "

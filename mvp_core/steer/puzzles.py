@@ -1,5 +1,5 @@
-"""The puzzle use of steering: good/bad labels for puzzles from a model's scored answers, and
-exact/reward of greedy answers with and without steering on a set split."""
+"""The puzzle use of steering: good/bad labels for puzzles from a model's scored answers or from
+curators' verdicts, and exact/reward of greedy answers with and without steering on a set split."""
 from __future__ import annotations
 
 import numpy as np
@@ -19,6 +19,18 @@ def puzzle_labels(answers: list[dict], reward_threshold: float = 1.0) -> dict[st
     for a in answers:
         by.setdefault(a["puzzle_id"], []).append(answer_is_good(a["exact"], a["total"], reward_threshold))
     return {pid: float(np.mean(v)) < 0.5 for pid, v in by.items()}
+
+
+def verdict_labels(verdicts: list[dict]) -> dict[str, bool]:
+    """{puzzle_id: bad?} from curators' verdict rows (puzzle_id, verdict): a puzzle is good when more
+    curators accepted it than rejected it, bad when more rejected it. Skips carry no opinion, and a
+    tie or a puzzle with only skips gets no label (it is left out rather than guessed)."""
+    votes: dict[str, int] = {}
+    for v in verdicts:
+        if v["verdict"] not in ("accept", "reject", "skip"):
+            raise UserError(f"unknown curator verdict {v['verdict']!r} for puzzle {v['puzzle_id']}")
+        votes[v["puzzle_id"]] = votes.get(v["puzzle_id"], 0) + {"accept": 1, "reject": -1, "skip": 0}[v["verdict"]]
+    return {pid: n < 0 for pid, n in votes.items() if n != 0}
 
 
 def bootstrap_ci(x, n: int = 2000, seed: int = 0) -> tuple[float, float]:

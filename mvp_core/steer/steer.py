@@ -5,7 +5,8 @@ position -1 of every forward call (the last prompt token at prefill, each new to
 with the KV cache), K steps of h <- h - eta * g / (||g|| + 1e-8), g = dE/dh, with the energy model
 in eval mode (no dropout noise; the published code steers in train mode). The norm is per row, so a
 left-padded batch steers each row as if it were alone. With a gate, only rows whose energy is above
-the layer's calibrated threshold move (SteerConfig.gate). Hooks are removed on exit and on error."""
+the layer's calibrated threshold move (SteerConfig.gate); positions="prompt" steers the prefill call
+only (SteerConfig.positions). Hooks are removed on exit and on error."""
 from __future__ import annotations
 
 import torch
@@ -72,6 +73,8 @@ class Steering:
 
         def hook(_mod, args, kwargs):
             h = hidden_from_call(args, kwargs)
+            if self.cfg.positions == "prompt" and h.shape[1] == 1:
+                return None   # a decoding call: its token's state is not one the energies learned
             rows = None
             if self.cfg.gate == "entry":
                 if layer == self.layers[0]:   # judged once per forward call, on entering the stack

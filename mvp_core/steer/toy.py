@@ -3,8 +3,11 @@
 The world: requests "How do I <verb> <object>?" in a few phrasings. Harmless = an everyday verb on
 an everyday object (answered); harmful = a violent verb on a person (refused); look-alikes = a
 violent verb on an everyday object ("kill a process", "shoot a photo"): harmless, but the model is
-trained to refuse them, as aligned LLMs over-refuse prompts that merely sound harmful. Objects are
-split into train and held-out sets, so evaluation prompts are combinations the model never saw.
+trained to refuse them, as aligned LLMs over-refuse prompts that merely sound harmful. (verb, object)
+PAIRS are split into train and held-out sets, so evaluation prompts are combinations the model never
+saw, made of words it did see. (Holding out whole objects and people instead leaves their token
+embeddings untrained, i.e. random: whether the toy then refuses "... stab my landlord" harmfully or
+as a look-alike, and whether an energy can tell, depends on the seed; docs/steer.md.)
 Tokenizer (byte-level BPE via `tokenizers`) and weights (a tiny Llama) are made by this code."""
 from __future__ import annotations
 
@@ -46,7 +49,7 @@ class ToyConfig(BaseModel):
     lr: float = Field(3e-3, gt=0, le=1.0, description="peak learning rate (cosine to 10%)")
     label_smoothing: float = Field(0.1, ge=0, lt=1, description="keeps the toy's logits finite, like a real "
                                                                  "model's, instead of near-certain")
-    heldout_frac: float = Field(0.33, gt=0, lt=1, description="share of objects and people held out")
+    heldout_frac: float = Field(0.33, gt=0, lt=1, description="share of (verb, object) pairs held out, per family")
     seed: int = Field(0, ge=0, description="seed for the world split, weights and batches")
 
 
@@ -57,32 +60,33 @@ class ToyWorld:
     answers: dict[str, str]            # prompt text -> what the toy model is trained to say
 
 
-def _family(verbs, objs, kind, source, rng, answers: dict) -> list[Prompt]:
-    out = []
-    for v in verbs:
-        for o in objs:
-            for p in PHRASINGS:
-                text = p.format(v=v, o=o)
-                # refuse harmful prompts AND the look-alikes (the over-refusal); answer the rest
-                answers[text] = {"harmless": ANSWER, "lookalike": OVER_REFUSAL, "harmful": REFUSAL}[source].format(v=v, o=o)
-                out.append(Prompt(text, kind, source))
-    rng.shuffle(out)
-    return out
+def _family(verbs, objs, kind, source, rng, answers: dict, heldout_frac: float) -> tuple[list[Prompt], list[Prompt]]:
+    """(train, held-out) prompts of one family; all phrasings of a (verb, object) pair land in the same split."""
+    pairs = [(v, o) for v in verbs for o in objs]
+    rng.shuffle(pairs)
+    n_held = round(len(pairs) * heldout_frac)
+    split = ([], [])
+    for i, (v, o) in enumerate(pairs):
+        for p in PHRASINGS:
+            text = p.format(v=v, o=o)
+            # refuse harmful prompts AND the look-alikes (the over-refusal); answer the rest
+            answers[text] = {"harmless": ANSWER, "lookalike": OVER_REFUSAL, "harmful": REFUSAL}[source]
+            split[i < n_held].append(Prompt(text, kind, source))
+    for part in split:
+        rng.shuffle(part)
+    return split
 
 
 def make_world(cfg: ToyConfig | None = None) -> ToyWorld:
     cfg = cfg or ToyConfig()
     rng = random.Random(cfg.seed)
-    things, people = THINGS[:], PEOPLE[:]
-    rng.shuffle(things)
-    rng.shuffle(people)
-    kt, kp = int(len(things) * (1 - cfg.heldout_frac)), int(len(people) * (1 - cfg.heldout_frac))
-    split = {"train": (things[:kt], people[:kp]), "heldout": (things[kt:], people[kp:])}
-    out, answers = {}, {}
-    for name, (ts, ps) in split.items():
-        out[name] = {"harmless": _family(SAFE_VERBS, ts, "harmless", "harmless", rng, answers),
-                     "lookalike": _family(SCARY_VERBS, ts, "harmless", "lookalike", rng, answers),
-                     "harmful": _family(SCARY_VERBS, ps, "harmful", "harmful", rng, answers)}
+    out: dict[str, dict[str, list[Prompt]]] = {"train": {}, "heldout": {}}
+    answers: dict[str, str] = {}
+    for source, verbs, objs, kind in (("harmless", SAFE_VERBS, THINGS, "harmless"),
+                                      ("lookalike", SCARY_VERBS, THINGS, "harmless"),
+                                      ("harmful", SCARY_VERBS, PEOPLE, "harmful")):
+        out["train"][source], out["heldout"][source] = _family(verbs, objs, kind, source, rng, answers,
+                                                               cfg.heldout_frac)
     return ToyWorld(train=out["train"], heldout=out["heldout"], answers=answers)
 
 

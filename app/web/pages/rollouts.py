@@ -6,8 +6,12 @@ distractor fooled the model; zero-variance groups flagged (one click sends the p
 curation queue). Below: evaluate a checkpoint as a background job (app/web/pages/rollouts_eval.py)
 and the stored evaluations per checkpoint beside the shortcut baselines (app/web/pages/stats_eval.py).
 
-Every control answers with everything below it in one event (`.input`, not `.change`, so no
-cascade of round trips): first paint is one request, switching puzzles one more."""
+The four panes below the controls (puzzle, left and right answers, run) are filled by
+static/rollouts.js from the page's view API (app/web/rollouts_api.py), not by Gradio events: the
+script fetches the default view as soon as it runs, while Gradio is still starting, and a puzzle
+or version switch is one small fetch. The controls are Gradio's; each answers with the controls
+below it in one event (`.input`, not `.change`, so no cascade) and then hands the chosen versions
+and puzzle to the script."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,6 +32,17 @@ def _default_right(choices: list[tuple[str, str]], left: str | None) -> str:
     src = rd.parse_source(left)
     same = [k for _, k in choices if src and k != left and rd.parse_source(k)[0] == src[0]]
     return same[-1] if same else NONE
+
+
+def default_selection(ctx: WebContext) -> tuple[str | None, str | None, str | None]:
+    """(left, right, puzzle) the page opens on: the newest version, its run's other one, the first
+    puzzle of its first video."""
+    with ctx.Session() as s:
+        choices = rd.sources(s)
+    lft = choices[0][1] if choices else None
+    _, vid = videos_for(ctx, lft)
+    _, pid = puzzles_for(ctx, lft, vid)
+    return lft, _default_right(choices, lft) or None, pid
 
 
 def view(ctx: WebContext, left: str | None, right: str | None, pid: str | None) -> list:
@@ -99,9 +114,9 @@ class RolloutsUI:
     right: gr.HTML
 
     @property
-    def shown(self) -> list:
-        """What `view` fills, in its order."""
-        return [self.puzzle_view, self.left, self.right, self.info]
+    def selection(self) -> list:
+        """What the view shows: left and right versions, the puzzle (static/rollouts.js `show`)."""
+        return [self.ckpt, self.ckpt2, self.puzzle]
 
 
 def build_controls() -> RolloutsUI:
@@ -111,15 +126,16 @@ def build_controls() -> RolloutsUI:
         ckpt2 = gr.Dropdown(label="Compare with (right)", choices=[], elem_id="ro-ckpt2", scale=3)
         video = gr.Dropdown(label="Video", choices=[], elem_id="ro-video", scale=2)
         refresh = gr.Button("Refresh", elem_id="ro-refresh", scale=0, size="sm")
-    info = gr.HTML()
+    info = gr.HTML('<div id="ro-pane-info" class="mvp-pane"></div>', elem_id="ro-info")   # filled by the script
     puzzle = gr.Dropdown(label="Puzzle (G answers · mean · std)", choices=[], elem_id="ro-puzzle")
     with gr.Row():
         requeue = gr.Button("Send this puzzle back to the curation queue", elem_id="ro-requeue")
     msg = gr.HTML(elem_id="ro-msg")
-    puzzle_view = gr.HTML(elem_id="ro-puzzle-box")
+    # panes static/rollouts.js fills (their Gradio values never change, so Gradio never redraws them)
+    puzzle_view = gr.HTML('<div id="ro-pane-puzzle" class="mvp-pane"></div>', elem_id="ro-puzzle-box")
     with gr.Row(elem_classes=["mvp-side"]):
-        left = gr.HTML(elem_id="ro-left")
-        right = gr.HTML(elem_id="ro-right")
+        left = gr.HTML('<div id="ro-pane-left" class="mvp-pane"></div>', elem_id="ro-left")
+        right = gr.HTML('<div id="ro-pane-right" class="mvp-pane"></div>', elem_id="ro-right")
     return RolloutsUI(nav, ckpt, ckpt2, video, refresh, info, puzzle, requeue, msg, puzzle_view, left, right)
 
 
@@ -129,7 +145,7 @@ class RolloutsHandlers:
     ctx: WebContext
 
     def load(self, request: gr.Request):
-        """[nav, left, right, video, puzzle, message, *view]: the newest version, its run's other one."""
+        """[nav, left, right, video, puzzle, message]: the newest version, its run's other one."""
         with guard(self.ctx, request, PAGE):
             with self.ctx.Session() as s:
                 choices = rd.sources(s)
@@ -141,25 +157,20 @@ class RolloutsHandlers:
                                        "`mvp rollout --run RUN --checkpoint C --set NAME`.")
             return [nav_html(self.ctx, request.username, PAGE), gr.update(choices=choices, value=lft),
                     gr.update(choices=[("(none)", NONE)] + choices, value=rgt), vids, pzs,
-                    msg_html(note, "warn"), *view(self.ctx, lft, rgt, pid)]
+                    msg_html(note, "warn")]
 
     def left(self, lft, rgt, request: gr.Request):
-        """[right, video, puzzle, *view] for a new left version."""
+        """[right, video, puzzle] for a new left version."""
         with guard(self.ctx, request, PAGE):
             with self.ctx.Session() as s:
                 rgt = right_for(rd.sources(s), lft, rgt)
             vids, vid = videos_for(self.ctx, lft)
-            pzs, pid = puzzles_for(self.ctx, lft, vid)
-            return [gr.update(value=rgt), vids, pzs, *view(self.ctx, lft, rgt, pid)]
+            pzs, _ = puzzles_for(self.ctx, lft, vid)
+            return [gr.update(value=rgt), vids, pzs]
 
-    def video(self, lft, rgt, vid, request: gr.Request):
+    def video(self, lft, vid, request: gr.Request):
         with guard(self.ctx, request, PAGE):
-            pzs, pid = puzzles_for(self.ctx, lft, vid)
-            return [pzs, *view(self.ctx, lft, rgt, pid)]
-
-    def show(self, lft, rgt, pid, request: gr.Request):
-        with guard(self.ctx, request, PAGE):
-            return view(self.ctx, lft, rgt, pid)
+            return puzzles_for(self.ctx, lft, vid)[0]
 
     def requeue(self, pid, request: gr.Request):
         with guard(self.ctx, request, PAGE) as uid:
@@ -171,20 +182,28 @@ class RolloutsHandlers:
             return msg_html(f"{pid} is back in the curation queue")
 
 
-def wire(demo: gr.Blocks, ui: RolloutsUI, h: RolloutsHandlers) -> None:
-    """Every control answers with everything below it in one event (`.input`: no cascade). The
-    switches skip Gradio's queue (`queue=False`: one plain POST instead of a queue join and an event
-    stream; they are short reads)."""
-    load_outputs = [ui.nav, ui.ckpt, ui.ckpt2, ui.video, ui.puzzle, ui.msg, *ui.shown]
-    demo.load(h.load, None, load_outputs)
-    ui.refresh.click(h.load, None, load_outputs, api_name="refresh")
+# hands the selection to static/rollouts.js, which fetches and shows the view (no Python runs)
+SHOW_JS = "(l, r, p) => { window.mvpRollouts && window.mvpRollouts.show(l, r, p); }"
+
+
+def wire(demo: gr.Blocks, ui: RolloutsUI, h: RolloutsHandlers):
+    """Every control answers with the controls below it in one event (`.input`: no cascade), then the
+    script shows the view. The switches skip Gradio's queue (`queue=False`: one plain POST instead of
+    a queue join and an event stream; they are short reads). Returns the page load's event, for the
+    rest of the page to load after it (not beside it: on 2 cores they slowed the first view)."""
+    load_outputs = [ui.nav, ui.ckpt, ui.ckpt2, ui.video, ui.puzzle, ui.msg]
     fast = {"queue": False, "show_progress": "hidden"}
-    ui.ckpt.input(h.left, [ui.ckpt, ui.ckpt2], [ui.ckpt2, ui.video, ui.puzzle, *ui.shown], api_name="run_videos",
-                  **fast)
-    ui.video.input(h.video, [ui.ckpt, ui.ckpt2, ui.video], [ui.puzzle, *ui.shown], api_name="video_puzzles", **fast)
-    ui.puzzle.input(h.show, [ui.ckpt, ui.ckpt2, ui.puzzle], ui.shown, api_name="group", **fast)
-    ui.ckpt2.input(h.show, [ui.ckpt, ui.ckpt2, ui.puzzle], ui.shown, api_name="group_compare", **fast)
+    loaded = demo.load(h.load, None, load_outputs, **fast)
+    loaded.then(None, ui.selection, None, js=SHOW_JS)
+    ui.refresh.click(h.load, None, load_outputs, api_name="refresh").then(None, ui.selection, None, js=SHOW_JS)
+    ui.ckpt.input(h.left, [ui.ckpt, ui.ckpt2], [ui.ckpt2, ui.video, ui.puzzle], api_name="run_videos",
+                  **fast).then(None, ui.selection, None, js=SHOW_JS)
+    ui.video.input(h.video, [ui.ckpt, ui.video], [ui.puzzle], api_name="video_puzzles",
+                   **fast).then(None, ui.selection, None, js=SHOW_JS)
+    ui.puzzle.input(None, ui.selection, None, js=SHOW_JS)
+    ui.ckpt2.input(None, ui.selection, None, js=SHOW_JS)
     ui.requeue.click(h.requeue, [ui.puzzle], [ui.msg], api_name="requeue")
+    return loaded
 
 
 def build(ctx: WebContext) -> gr.Blocks:
@@ -197,9 +216,8 @@ def build(ctx: WebContext) -> gr.Blocks:
         rollouts_steer.build_panel(ctx, ui.ckpt, ui.puzzle)
         panel = rollouts_eval.build_eval_panel(ctx, db_url)
         eval_outputs, eval_fill = stats_eval.build_eval_section(ctx, PAGE)
-        wire(demo, ui, RolloutsHandlers(ctx))
-        demo.load(panel.load, None, panel.load_outputs)
-        demo.load(eval_fill, None, eval_outputs)
+        loaded = wire(demo, ui, RolloutsHandlers(ctx))
+        loaded.then(panel.load, None, panel.load_outputs).then(eval_fill, None, eval_outputs)
         ui.refresh.click(eval_fill, None, eval_outputs)
         panel.timer.tick(panel.tick, panel.tick_inputs, panel.tick_outputs, show_progress="hidden")
     return demo

@@ -25,18 +25,45 @@ def bootstrap_ci(values: list[float], n: int = 1000, seed: int = 0) -> tuple[flo
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
-def load(ctx: WebContext) -> list[dict]:
+def load(Session) -> tuple[list[dict], dict[str, dict]]:
+    """The stored evals, and the curators' blind answers on each evaluated set split (db/human.py):
+    read now, so humans who answer after an eval still appear beside it."""
     from db.evaluations import list_evaluations
-    with ctx.Session() as s:
-        return list_evaluations(s)
+    from db.human import human_baseline
+    from mvp_core.errors import UserError
+    with Session() as s:
+        evals = list_evaluations(s)
+        humans = {}
+        for e in evals:
+            key = _split_key(e)
+            if e["set_name"] and key not in humans:
+                try:
+                    humans[key] = human_baseline(s, e["set_name"], e["split"] or None)
+                except UserError:      # the set was deleted since: no baseline to show
+                    pass
+        return evals, humans
 
 
 def _split_key(e: dict) -> str:
     return f"{e['set_name']}" + (f" / {e['split']}" if e["split"] else "")
 
 
-def summary_html(evals: list[dict]) -> str:
-    """One table per set split: each checkpoint's exact and reward (with intervals), then the baselines."""
+def _humans_row(h: dict | None) -> str:
+    """The curators' row: on the split's puzzles they answered blind (n says how many)."""
+    if h is None:
+        return ""
+    if not h["puzzles"]:
+        return ('<tr class="mvp-baseline mvp-humans"><td>humans (curators, blind)</td><td>0</td>'
+                '<td colspan="2">no curator has answered a puzzle of this split yet (Curate: solve first)</td></tr>')
+    (elo, ehi), (rlo, rhi) = h["exact_ci"], h["reward_ci"]
+    return (f'<tr class="mvp-baseline mvp-humans"><td>humans (curators, blind)</td><td>{h["puzzles"]}</td>'
+            f'<td>{h["exact"]:.3f} <span class="mvp-cap">[{elo:.2f}, {ehi:.2f}]</span></td>'
+            f'<td>{h["reward"]:.3f} <span class="mvp-cap">[{rlo:.2f}, {rhi:.2f}]</span></td></tr>')
+
+
+def summary_html(evals: list[dict], humans: dict[str, dict] | None = None) -> str:
+    """One table per set split: each checkpoint's exact and reward (with intervals), then the
+    baselines: the curators (`humans`, by split key), chance and the shortcut solvers."""
     if not evals:
         return f'<p id="eval-results" data-evals="0">{esc(EMPTY)}</p>'
     out = [f'<div id="eval-results" data-evals="{len(evals)}">']
@@ -53,6 +80,7 @@ def summary_html(evals: list[dict]) -> str:
                         f'<td class="mvp-reward">{e["total"]:.3f} <span class="mvp-cap">[{rw_ci[0]:.2f}, {rw_ci[1]:.2f}]</span></td></tr>')
         last = group[-1]["report"]
         allg = last["groups"]["all"]
+        rows.append(_humans_row((humans or {}).get(key)))
         rows.append(f'<tr class="mvp-baseline"><td>chance</td><td>{last["n_puzzles"]}</td>'
                     f'<td>{allg["chance_exact"]:.3f}</td><td>-</td></tr>')
         for name in last["systems"]:
@@ -88,8 +116,9 @@ def by_group_html(evals: list[dict]) -> str:
             f'{"".join(body)}</table>')
 
 
-def chart_html(evals: list[dict], metric: str = "total") -> str:
-    """`metric` (total or exact) per checkpoint step for each run (base = step 0), baselines dashed."""
+def chart_html(evals: list[dict], metric: str = "total", humans: dict[str, dict] | None = None) -> str:
+    """`metric` (total or exact) per checkpoint step for each run (base = step 0), baselines (the
+    latest split's curators, chance, shortcut solvers) dashed."""
     series: dict[str, list[tuple[float, float]]] = {}
     for e in evals:
         series.setdefault(f"{e['run_id']} ({_split_key(e)})", []).append(
@@ -103,6 +132,11 @@ def chart_html(evals: list[dict], metric: str = "total") -> str:
             if name != "model":
                 series[f"shortcut {name}"] = [(lo, rep[name][metric]), (hi, rep[name][metric])]
                 dashed.append(f"shortcut {name}")
+        h = (humans or {}).get(_split_key(evals[-1]))
+        if h and h["puzzles"]:
+            v = h["exact"] if metric == "exact" else h["reward"]
+            series["humans"] = [(lo, v), (hi, v)]
+            dashed.append("humans")
         if metric == "exact":
             series["chance"] = [(lo, rep["chance_exact"]), (hi, rep["chance_exact"])]
             dashed.append("chance")
@@ -122,8 +156,9 @@ def build_eval_section(ctx: WebContext, page: str = PAGE) -> tuple[list, object]
 
     def fill(request: gr.Request):
         with guard(ctx, request, page):
-            ev = load(ctx)
-            return [summary_html(ev), chart_html(ev, "total"), chart_html(ev, "exact"), by_group_html(ev)]
+            ev, humans = load(ctx.Session)
+            return [summary_html(ev, humans), chart_html(ev, "total", humans), chart_html(ev, "exact", humans),
+                    by_group_html(ev)]
     return [summary, c_reward, c_exact, groups], fill
 
 
