@@ -14,7 +14,10 @@ REPORT.json holds the same table; a PNG plots training and held-out reward again
     python bench/learning_proof.py --train DIR --test DIR --out REPORT.json
 
 `--budget-min` caps the wall time: each trainer gets a share and is stopped with SIGTERM when its
-share is spent (it saves a checkpoint and exits cleanly; the proof goes on with that checkpoint)."""
+share is spent (it saves a checkpoint and exits cleanly; the proof goes on with that checkpoint).
+`--in-process` runs every command inside this process instead (torch and transformers are imported
+once, not ~10 s per command; the trainers then run to max_steps): the CI-sized proof
+(docs/BENCHMARKS.md, "Learning proof") runs this way with `--preset ci` and configs/ci-*.yaml."""
 from __future__ import annotations
 
 import argparse
@@ -33,10 +36,19 @@ VIDEO_EXT = {".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v"}
 SFT_SHARE, GRPO_SHARE = 0.55, 0.25
 
 
+IN_PROCESS = False     # --in-process: `mvp` commands run through app.cli.main in this process
+
+
 def mvp(*args, env=None, deadline: float | None = None, log: Path | None = None) -> int:
     """Run `mvp ARGS` to completion, or SIGTERM it at `deadline` (then wait for its clean exit)."""
     cmd = [sys.executable, "-m", "app.cli", *map(str, args)]
     print("$ mvp " + " ".join(map(str, args)), flush=True)
+    if IN_PROCESS:
+        from app.cli.main import main as mvp_main
+        rc = mvp_main([str(a) for a in args])
+        if rc != 0:
+            raise SystemExit(f"mvp {args[0]} failed (exit {rc})")
+        return rc
     out = open(log, "a") if log else None
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out or None, stderr=subprocess.STDOUT if out else None)
     stopped = False
@@ -64,7 +76,8 @@ def split_videos(args, work: Path, env) -> tuple[list[Path], list[Path]]:
         return _videos(Path(args.train)), _videos(Path(args.test))
     src = Path(args.videos) if args.videos else work / "videos"
     if not args.videos:
-        mvp("make-videos", src, "--n", args.n_videos, "--seed", args.seed, "--kinds", args.kinds, env=env)
+        mvp("make-videos", src, "--n", args.n_videos, "--seed", args.seed, "--kinds", args.kinds,
+            "--seconds", args.video_seconds, "--fps", args.video_fps, env=env)
     import numpy as np
     files = _videos(src)
     if len(files) < 2:
@@ -87,7 +100,8 @@ def synth(files: list[Path], data: Path, args, env) -> Path:
     jsonl = data / "puzzles.jsonl"
     if not jsonl.is_file():
         mvp("synth", *files, "--data", data, "--db", f"sqlite:///{data / 'mvp.sqlite'}", "--n", args.n,
-            "--m", args.m, "--l", args.l, "--per-video", args.per_video, "--seed", args.seed, "--quiet", env=env)
+            "--m", args.m, "--l", args.l, "--per-video", args.per_video, "--fps", args.synth_fps, "--seed", args.seed,
+            "--quiet", env=env)
     n = sum(1 for line in jsonl.read_text().splitlines() if line.strip())
     if n == 0:
         raise SystemExit(f"synthesis made no puzzles in {data}")
@@ -109,12 +123,12 @@ def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end:
                 "_sft_run": src / "sft", "_grpo_run": src / "grpo"}
     base = work / "base"
     if not (base / "config.json").is_file():
-        mvp("tiny-model", base, "--preset", "learn", "--seed", args.seed, env=env)
-    heldout = [f"eval_puzzles={test_jsonl}", f"eval_limit={args.eval_limit}"]
+        mvp("tiny-model", base, "--preset", args.preset, "--seed", args.seed, env=env)
+    heldout = [f"eval_puzzles={test_jsonl}", f"eval_limit={args.eval_limit}"] if args.eval_limit else []
     sft = work / "sft"
     budget = t_end - time.time()
     if not (sft / "status.json").is_file() or json.loads((sft / "status.json").read_text())["state"] != "finished":
-        mvp("sft", ROOT / "configs/proof-sft.yaml", f"model={base}", f"puzzles={train_jsonl}", f"output_dir={sft}",
+        mvp("sft", args.sft_config, f"model={base}", f"puzzles={train_jsonl}", f"output_dir={sft}",
             f"max_steps={args.sft_steps}", f"seed={args.seed}", *heldout, *args.sft_set,
             *(["--resume"] if (sft / "config.yaml").is_file() else []),
             env=env, deadline=time.time() + budget * SFT_SHARE / (SFT_SHARE + GRPO_SHARE + 0.2), log=work / "sft.log")
@@ -122,7 +136,7 @@ def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end:
     grpo = work / "grpo"
     budget = t_end - time.time()
     if not (grpo / "status.json").is_file() or json.loads((grpo / "status.json").read_text())["state"] != "finished":
-        mvp("train", ROOT / "configs/proof-grpo.yaml", f"model={sft_ckpt}", f"puzzles={train_jsonl}",
+        mvp("train", args.grpo_config, f"model={sft_ckpt}", f"puzzles={train_jsonl}",
             f"output_dir={grpo}", f"max_steps={args.grpo_steps}", f"seed={args.seed}", *_grpo_heldout(heldout),
             *args.grpo_set,
             *(["--resume"] if (grpo / "config.yaml").is_file() else []),
@@ -137,13 +151,14 @@ def _grpo_heldout(heldout: list[str]) -> list[str]:
     return heldout if "eval_puzzles" in names else []
 
 
-def evaluate_all(models: dict[str, Path], test_jsonl: Path, work: Path, env) -> dict[str, dict]:
+def evaluate_all(models: dict[str, Path], test_jsonl: Path, work: Path, env,
+                 max_new_tokens: int = 64) -> dict[str, dict]:
     reports = {}
     for name in ("base", "sft", "grpo"):
         out = work / "eval" / f"{name}.json"
         if not out.is_file():
             mvp("eval", "--model", models[name], "--puzzles", test_jsonl, "--out", out, "--no-db",
-                "--threads", "1", "--max-new-tokens", 64, env=env, log=work / "eval.log")
+                "--threads", "1", "--max-new-tokens", max_new_tokens, env=env, log=work / "eval.log")
         reports[name] = json.loads(out.read_text())
     return reports
 
@@ -160,6 +175,9 @@ def main(argv=None) -> int:
     p.add_argument("--n-videos", type=int, default=600, help="videos to generate without --videos/--train")
     p.add_argument("--kinds", default="clock", help="kinds of generated videos (mvp make-videos --kinds); the "
                                                    "default budget teaches clock (docs/BENCHMARKS.md)")
+    p.add_argument("--video-seconds", type=float, default=12.0, help="length of the generated videos")
+    p.add_argument("--video-fps", type=float, default=2.0, help="frame rate of the generated videos")
+    p.add_argument("--synth-fps", type=float, default=1.0, help="`mvp synth --fps`: frames sampled per second")
     p.add_argument("--per-video", type=int, default=4)
     p.add_argument("--n", type=int, default=4, help="keyframes per puzzle")
     p.add_argument("--m", type=int, default=2, help="masked frames")
@@ -172,30 +190,49 @@ def main(argv=None) -> int:
                    help="extra `mvp train` setting (repeatable), e.g. per_device_train_batch_size=16")
     p.add_argument("--models-from", help="skip training: evaluate the base/sft/grpo models of this earlier "
                                          "proof's work directory on this run's test videos")
-    p.add_argument("--eval-limit", type=int, default=120, help="held-out puzzles evaluated during training")
+    p.add_argument("--eval-limit", type=int, default=120, help="held-out puzzles evaluated during training "
+                                                              "(0: none, the final evaluations only)")
+    p.add_argument("--preset", default="learn", help="`mvp tiny-model --preset` of the base model (default learn)")
+    p.add_argument("--sft-config", default=str(ROOT / "configs/proof-sft.yaml"), help="`mvp sft` config file")
+    p.add_argument("--grpo-config", default=str(ROOT / "configs/proof-grpo.yaml"), help="`mvp train` config file")
+    p.add_argument("--max-new-tokens", type=int, default=64, help="answer length of the final evaluations")
+    p.add_argument("--in-process", action="store_true",
+                   help="run the commands in this process (one torch import; no time shares: the trainers "
+                        "run to max_steps)")
     args = p.parse_args(argv)
+    global IN_PROCESS
+    IN_PROCESS = args.in_process
+    if IN_PROCESS:
+        import torch
+        torch.set_num_threads(1)     # what OMP_NUM_THREADS=1 gives the subprocesses (2 shared cores)
     t0 = time.time()
     t_end = t0 + 60 * args.budget_min
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
 
+    stages = {}
     train_files, test_files = split_videos(args, work, env)
+    stages["videos"] = time.time() - t0
     if args.models_from and args.videos:
         train_files, test_files = [], train_files + test_files    # every video is new to those models
     if set(train_files) & set(test_files):
         raise SystemExit("a video is in both the train and the test folder")
     train_jsonl = synth(train_files, work / "train", args, env) if train_files else None
     test_jsonl = synth(test_files, work / "test", args, env)
+    stages["synth"] = time.time() - t0 - sum(stages.values())
     models = train_all(args, work, train_jsonl, test_jsonl, env, t_end)
-    reports = evaluate_all(models, test_jsonl, work, env)
+    stages["train"] = time.time() - t0 - sum(stages.values())
+    reports = evaluate_all(models, test_jsonl, work, env, args.max_new_tokens)
+    stages["eval"] = time.time() - t0 - sum(stages.values())
 
     from bench.learning_stats import plot, report, system_scores, table
     from mvp_core.puzzle import Puzzle
     puzzles = [Puzzle.from_dict(json.loads(x)) for x in test_jsonl.read_text().splitlines() if x.strip()]
     rep = report(puzzles, system_scores(puzzles, reports), args.seed)
     rep.update(n_train_videos=len(train_files), n_test_videos_given=len(test_files),
-               wall_s=round(time.time() - t0, 1), checkpoints={k: str(v) for k, v in models.items()})
+               wall_s=round(time.time() - t0, 1), stage_s={k: round(v, 1) for k, v in stages.items()},
+               checkpoints={k: str(v) for k, v in models.items()})
     png = plot({"sft": models["_sft_run"], "grpo": models["_grpo_run"]}, work / "learning_curves.png")
     rep["plot"] = str(png) if png else None
     out = Path(args.out) if args.out else work / "REPORT.json"

@@ -140,5 +140,8 @@ def test_tiny_presets(tmp_path):
     assert (text["hidden_size"], text["num_hidden_layers"], vision["depth"]) == (192, 4, 2)
     assert json.loads((d / "processor_config.json").read_text())["image_processor"]["size"]["longest_edge"] == 56 * 56
     assert PRESETS["test"].hidden == 128 and "preset learn" in (d / "TINY_MODEL.txt").read_text()
+    ci = json.loads((build_tiny_model(tmp_path / "ci", preset="ci") / "config.json").read_text())
+    assert (ci["text_config"]["hidden_size"], ci["text_config"]["num_hidden_layers"], ci["vision_config"]["depth"]) \
+        == (128, 2, 2)
     with pytest.raises(ValueError, match="preset must be one of"):
         build_tiny_model(tmp_path / "x", preset="huge")

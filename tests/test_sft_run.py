@@ -87,6 +87,17 @@ def test_loss_counts_completion_tokens_only(tiny_policy, model_data, tiny_model_
         f"<answer>{', '.join(recs[0]['answer'])}</answer>")
 
 
+def test_scan_target_lists_options_up_to_each_masked_frames_option():
+    rec = {"frames": [{"t": 3.0}, {"t": 4.0}, {"t": 5.0}, {"t": 6.0}, {"t": 7.0}], "mask": {"start": 2, "length": 2},
+           "options": [{"t": 1.0, "label": "A"}, {"t": 6.0, "label": "B"}, {"t": 9.0, "label": "C"},
+                       {"t": 5.0, "label": "D"}],
+           "answer": ["D", "B"]}
+    assert target_text(rec, "scan") == ("<think>1:3 2:4 5:7 | 5: 1:A 6:B 9:C 5:D | 6: 1:A 6:B</think>"
+                                        "<answer>D, B</answer>")
+    one = dict(rec, mask={"start": 1, "length": 1}, answer=["A"])
+    assert target_text(one, "scan") == "<think>1:3 3:5 4:6 5:7 | 4: 1:A</think><answer>A</answer>"
+
+
 def test_bad_config_is_one_line(tmp_path):
     from mvp_core.errors import UserError
     for bad, msg in (("learning_rate=-1", "learning_rate"), ("target=long", "target")):

@@ -65,7 +65,7 @@ def prepare(data: Path, url: str, minutes: float, n_videos: int = 160) -> tuple[
     if read_status(run).get("state") != "finished" and RunDir(run).latest_checkpoint() is None:
         print(f"training the demo model for up to {minutes:g} min (SFT on {train}); runs once", flush=True)
         _mvp("sft", ROOT / "configs/proof-sft.yaml", f"model={base}", f"puzzles={train}", f"data_dir={data}",
-             f"output_dir={run}", "target=times", "max_steps=1000", "save_steps=25",
+             f"output_dir={run}", "save_steps=25",
              f"eval_puzzles={heldout}", f"eval_data_dir={data}", "eval_steps=25", "eval_limit=24",
              *(["--resume"] if (run / "config.yaml").is_file() else []), deadline=time.time() + 60 * minutes)
     latest = RunDir(run).latest_checkpoint()

@@ -15,9 +15,10 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--family", default="qwen2_5_vl", choices=["qwen2_5_vl", "qwen2_vl", "qwen3_vl"],
                    help="model family (default qwen2_5_vl)")
-    p.add_argument("--preset", default="test", choices=["test", "learn"],
-                   help="test: ~1.2M params, builds in 0.1 s (default); learn: ~3.5M params, learns the "
-                        "generated puzzles on 2 CPU cores in minutes (docs/model.md)")
+    p.add_argument("--preset", default="test", choices=["test", "learn", "ci"],
+                   help="test: ~1.2M params, builds in 0.1 s (default); learn: ~2.4M params, learns the "
+                        "generated puzzles on 2 CPU cores in minutes; ci: ~0.7M params, the 3-minute "
+                        "learning test's (docs/model.md)")
     p.set_defaults(func=_tiny_model)
 
     p = sub.add_parser("rollout", help="sample G answers per puzzle and store them with their rewards")

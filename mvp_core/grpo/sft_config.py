@@ -22,10 +22,12 @@ class SFTConfig(DocumentedConfig):
     output_dir: str = Field("runs/sft", description="Run directory (config.yaml, metrics.jsonl, checkpoints/, "
                                                     "stdout.log, status.json).")
     seed: int = Field(0, ge=0, description="Seed of the data order and of new weights (LoRA).")
-    target: Literal["empty", "short", "times"] = Field(
+    target: Literal["empty", "short", "times", "scan"] = Field(
         "empty", description="Completion the model learns: 'empty' = <think></think><answer>labels</answer>; "
                              "'short' = a one-sentence reasoning made from the puzzle in the think block; "
-                             "'times' = the time (s) of every shown frame, of the masked frames and of every option, then each masked frame's option, in the think block.")
+                             "'times' = the time (s) of every shown frame, of the masked frames and of every option, then each masked frame's option, in the think block; "
+                             "'scan' = the context frames' times, then per masked frame its time and the options' times "
+                             "in label order up to its option (no look-up: the learning test's target).")
 
     # ---- length of the run and checkpoints -----------------------------------------------------
     max_steps: int = Field(100, ge=1, le=10_000_000, description="Optimizer steps to run.")

@@ -83,10 +83,16 @@ class TinyConfig:
 #   learn: big enough to learn the generated puzzles (docs/model.md, "Tiny presets") on 2 CPU
 #          cores in minutes: LLM 192 wide x 4 layers, vision 96 wide x 2 blocks, images <= 56x56
 #          px (4 visual tokens each), phrase-level tokens, ~2.4M parameters.
+#   ci:    the CI-sized learning proof's model (docs/BENCHMARKS.md, "Learning proof"), the `learn`
+#          preset cut toward a 3-minute run: LLM 128 wide x 2 layers, vision 64 wide x 2 blocks, the
+#          same images and tokenizer, ~0.7M parameters (an SFT step of 16 three-frame puzzles takes
+#          ~0.3 s of one core against ~0.7 s for `learn`).
 PRESETS = {
     "test": TinyConfig(),
     "learn": TinyConfig(vocab_size=2048, hidden=192, layers=4, heads=4, kv_heads=2, vision_depth=2,
                         vision_hidden=96, min_pixels=56 * 56, max_pixels=56 * 56, phrase_tokens=True),
+    "ci": TinyConfig(vocab_size=2048, hidden=128, layers=2, heads=4, kv_heads=2, vision_depth=2,
+                     vision_hidden=64, min_pixels=56 * 56, max_pixels=56 * 56, phrase_tokens=True),
 }
 
 

@@ -52,7 +52,26 @@ def jobs_log(data_dir, kind: str) -> str:
     return f'<div class="mvp-log"><pre id="ro-job-log">{esc(text)}</pre></div>'
 
 
-def build_eval_panel(ctx: WebContext, db_url: str) -> EvalPanel:
+@dataclass
+class EvalControls:
+    """The panel's components."""
+    kind: gr.Radio
+    run: gr.Dropdown
+    ckpt: gr.Dropdown
+    set_dd: gr.Dropdown
+    split: gr.Dropdown
+    g: gr.Number
+    mnt: gr.Number
+    limit: gr.Number
+    launch: gr.Button
+    stop: gr.Button
+    msg: gr.HTML
+    status: gr.HTML
+    log: gr.HTML
+    timer: gr.Timer
+
+
+def _layout() -> EvalControls:
     with gr.Accordion("Evaluate a checkpoint (background job)", open=True, elem_id="ro-eval-panel"):
         with gr.Row():
             kind = gr.Radio(label="Job", choices=[("rollout: G sampled answers", "rollout"),
@@ -72,67 +91,83 @@ def build_eval_panel(ctx: WebContext, db_url: str) -> EvalPanel:
         status = gr.HTML(elem_id="ro-job-status")
         log = gr.HTML(elem_id="ro-job-log-box")
     timer = gr.Timer(1.0, active=False)
+    return EvalControls(kind, run, ckpt, set_dd, split, g, mnt, limit, launch, stop, msg, status, log, timer)
 
-    def ticking() -> gr.Timer:
-        alive = any((j := jobs.active(ctx.data_dir, k)) is not None and j["alive"] for k in ("rollout", "eval"))
+
+@dataclass
+class EvalHandlers:
+    """The panel's event handlers; each checks the caller's role first (`guard`)."""
+    ctx: WebContext
+    db_url: str
+
+    def ticking(self) -> gr.Timer:
+        alive = any((j := jobs.active(self.ctx.data_dir, k)) is not None and j["alive"] for k in KINDS)
         return gr.Timer(active=alive)
 
-    def load(request: gr.Request):
-        with guard(ctx, request, PAGE):
+    def load(self, request: gr.Request):
+        """[run, set, status, timer]: runs with a model, the newest set, the jobs."""
+        with guard(self.ctx, request, PAGE):
             from db.runs import list_runs, sync_runs
             from db.sets import list_sets
-            sync_runs(ctx.Session, ctx.data_dir)
-            with ctx.Session() as s:
+            sync_runs(self.ctx.Session, self.ctx.data_dir)
+            with self.ctx.Session() as s:
                 runs = [r for r in list_runs(s) if r["model_path"]]
                 sets = [x["name"] for x in list_sets(s)]
             choices = [(f"{r['id']} · {r['kind']} · {r['n_checkpoints']} checkpoints", r["id"]) for r in runs]
             return [gr.update(choices=choices, value=choices[0][1] if choices else None),
-                    gr.update(choices=sets, value=sets[-1] if sets else None), jobs_html(ctx.data_dir), ticking()]
+                    gr.update(choices=sets, value=sets[-1] if sets else None), jobs_html(self.ctx.data_dir),
+                    self.ticking()]
 
-    def on_run(run_id, request: gr.Request):
-        with guard(ctx, request, PAGE):
+    def on_run(self, run_id, request: gr.Request):
+        """[checkpoint, max new tokens]: the run's checkpoints (newest chosen), its completion length."""
+        with guard(self.ctx, request, PAGE):
             from db.models.runs import Run
             from db.runs import checkpoint_choices
             if not run_id:
                 return gr.update(choices=[], value=None), gr.skip()
-            with ctx.Session() as s:
+            with self.ctx.Session() as s:
                 cks = checkpoint_choices(s, run_id)
                 run = s.get(Run, run_id)
                 mlen = (run.config or {}).get("max_completion_length") if run else None
             return gr.update(choices=cks, value=cks[-1][1]), (gr.update(value=int(mlen)) if mlen else gr.skip())
 
-    def on_set(set_name, request: gr.Request):
-        with guard(ctx, request, PAGE):
+    def on_set(self, set_name, request: gr.Request):
+        with guard(self.ctx, request, PAGE):
             from db.rollout_views import set_splits
             if not set_name:
                 return gr.update(choices=[], value=None)
-            with ctx.Session() as s:
+            with self.ctx.Session() as s:
                 splits = set_splits(s, set_name)
             choices = [("whole set", "")] + [(x, x) for x in splits]
             return gr.update(choices=choices, value="test" if "test" in splits else "")
 
-    def on_launch(k, run_id, ck, set_name, sp, g_v, mnt_v, lim, request: gr.Request):
-        with guard(ctx, request, PAGE):
-            job = jobs.launch_eval(ctx.data_dir, db_url, kind=k, run_id=run_id or "", checkpoint=ck or "",
-                                   set_name=set_name or "", split=sp or "", user=request.username,
-                                   num_generations=int(g_v or 8), max_new_tokens=int(mnt_v or 24),
-                                   limit=int(lim or 0) or None)
-            return (msg_html(f"launched {k} of {job['label']} (pid {job['pid']})"), jobs_html(ctx.data_dir),
+    def on_launch(self, k, run_id, ck, set_name, sp, g_v, mnt_v, lim, request: gr.Request):
+        with guard(self.ctx, request, PAGE):
+            job = jobs.launch_eval(self.ctx.data_dir, self.db_url, kind=k, run_id=run_id or "",
+                                   checkpoint=ck or "", set_name=set_name or "", split=sp or "",
+                                   user=request.username, num_generations=int(g_v or 8),
+                                   max_new_tokens=int(mnt_v or 24), limit=int(lim or 0) or None)
+            return (msg_html(f"launched {k} of {job['label']} (pid {job['pid']})"), jobs_html(self.ctx.data_dir),
                     gr.Timer(active=True))
 
-    def on_stop(k, request: gr.Request):
-        with guard(ctx, request, PAGE):
-            text = jobs.stop(ctx.data_dir, kind=k, user=request.username, role=ctx.auth.role_of(request.username))
-            return msg_html(text), jobs_html(ctx.data_dir)
+    def on_stop(self, k, request: gr.Request):
+        with guard(self.ctx, request, PAGE):
+            text = jobs.stop(self.ctx.data_dir, kind=k, user=request.username,
+                             role=self.ctx.auth.role_of(request.username))
+            return msg_html(text), jobs_html(self.ctx.data_dir)
 
-    def tick(k, request: gr.Request):
-        with guard(ctx, request, PAGE):
-            return jobs_html(ctx.data_dir), jobs_log(ctx.data_dir, k or "rollout"), ticking()
+    def tick(self, k, request: gr.Request):
+        with guard(self.ctx, request, PAGE):
+            return jobs_html(self.ctx.data_dir), jobs_log(self.ctx.data_dir, k or "rollout"), self.ticking()
 
-    run.change(on_run, [run], [ckpt, mnt])
-    set_dd.change(on_set, [set_dd], [split])
-    launch.click(on_launch, [kind, run, ckpt, set_dd, split, g, mnt, limit], [msg, status, timer],
-                 api_name="eval_launch")
-    stop.click(on_stop, [kind], [msg, status], api_name="eval_stop")
-    return EvalPanel(load_outputs=[run, set_dd, status, timer], load=load, tick_inputs=[kind],
-                     tick_outputs=[status, log, timer], tick=tick, timer=timer)
+
+def build_eval_panel(ctx: WebContext, db_url: str) -> EvalPanel:
+    """The panel's layout and events; the page wires `load` and `tick` (EvalPanel)."""
+    c, h = _layout(), EvalHandlers(ctx, db_url)
+    c.run.change(h.on_run, [c.run], [c.ckpt, c.mnt])
+    c.set_dd.change(h.on_set, [c.set_dd], [c.split])
+    c.launch.click(h.on_launch, [c.kind, c.run, c.ckpt, c.set_dd, c.split, c.g, c.mnt, c.limit],
+                   [c.msg, c.status, c.timer], api_name="eval_launch")
+    c.stop.click(h.on_stop, [c.kind], [c.msg, c.status], api_name="eval_stop")
+    return EvalPanel(load_outputs=[c.run, c.set_dd, c.status, c.timer], load=h.load, tick_inputs=[c.kind],
+                     tick_outputs=[c.status, c.log, c.timer], tick=h.tick, timer=c.timer)
