@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shutil
 import statistics
 import subprocess
@@ -80,13 +79,10 @@ def mvp(*argv) -> None:
 def build(data: Path) -> tuple[str, object]:
     """Synthesize, add a researcher, store G=8 answers for a base model and one checkpoint."""
     import sample_videos as sv
-    from sqlalchemy import select
+    from fixtures_web import store_answers
 
     from db.engine import open_db
-    from db.models import Puzzle
-    from db.models.runs import Checkpoint, Rollout, Run
     from db.users import add_user
-    from mvp_core.reward import score_completion
     vids = data.parent / "videos"
     vids.mkdir()
     for p in sv.fetch():
@@ -96,27 +92,10 @@ def build(data: Path) -> tuple[str, object]:
     mvp("synth", vids, "--data", data, "--db", url, "--per-video", "6", "--quiet")
     mvp("tiny-model", data / "tiny-model")
     Session = open_db(url, data)
-    rng = random.Random(0)
     with Session() as s:
         add_user(s, "rhea", "researcher", "rhea-pass-1")
-        s.add(Run(id="bench-run", name="bench", kind="train", model_path=str(data / "tiny-model"), config={},
-                  status="done"))
-        s.flush()
-        ck = Checkpoint(run_id="bench-run", step=10, path=str(data / "tiny-model"))
-        s.add(ck)
-        s.flush()
-        for row in s.scalars(select(Puzzle).order_by(Puzzle.id)):
-            rec = json.loads(row.record_json)
-            labels = [o["label"] for o in rec["options"]]
-            for cid in (None, ck.id):
-                for g in range(G):
-                    ch = rng.sample(labels, len(rec["answer"]))
-                    text = f"<think>answer {g}: the motion runs {ch[0]} first, then the rest.</think><answer>{', '.join(ch)}</answer>"
-                    t = score_completion(text, rec["answer"], labels)
-                    s.add(Rollout(run_id="bench-run", checkpoint_id=cid, puzzle_id=row.id, sample_index=g,
-                                  completion=text, chosen_labels=t.labels, format=t.format, selection=t.selection,
-                                  order=t.order, exact=t.exact, total=t.total))
         s.commit()
+    store_answers(Session, "bench-run", "train", str(data / "tiny-model"), 10, str(data / "tiny-model"), G, 0)
     return url, Session
 
 

@@ -100,20 +100,21 @@ def two_video_corpus(sample_videos, trailer_clips, base: Path) -> Path:
     return videos
 
 
-def _store_rollouts(Session) -> None:
-    """G answers per puzzle for the base model and one checkpoint, each scored by the real reward;
-    one puzzle gets G identical answers (a zero-variance group)."""
+def store_answers(Session, run_id: str, kind: str, model_path: str, step: int, ckpt_path: str, g: int,
+                  seed: int, zero_variance_first: bool = False) -> None:
+    """A run with its base model and one checkpoint at `step`, G random answers of each per stored
+    puzzle, each scored by the real reward (the web tests and bench/web_rollouts.py); with
+    `zero_variance_first` the first puzzle's base group is G identical answers."""
     from sqlalchemy import select
 
     from db.models import Puzzle
     from db.models.runs import Checkpoint, Rollout, Run
     from mvp_core.reward import score_completion
-    rng = random.Random(7)
+    rng = random.Random(seed)
     with Session() as s:
-        s.add(Run(id=RUN_ID, name="web test", kind="rollout", model_path="tiny-random-qwen25vl", config={},
-                  status="done"))
+        s.add(Run(id=run_id, name=run_id, kind=kind, model_path=model_path, config={}, status="done"))
         s.flush()
-        ck = Checkpoint(run_id=RUN_ID, step=5, path="ckpt-5")
+        ck = Checkpoint(run_id=run_id, step=step, path=ckpt_path)
         s.add(ck)
         s.flush()
         for n, row in enumerate(s.scalars(select(Puzzle).order_by(Puzzle.id))):
@@ -121,11 +122,12 @@ def _store_rollouts(Session) -> None:
             labels = [o["label"] for o in rec["options"]]
             for cid in (None, ck.id):
                 fixed = rng.sample(labels, len(rec["answer"]))
-                for g in range(G):
-                    ch = fixed if n == 0 and cid is None else rng.sample(labels, len(rec["answer"]))
-                    text = f"<think>answer {g}: the motion suggests {ch[0]} first.</think><answer>{', '.join(ch)}</answer>"
+                for i in range(g):
+                    same = zero_variance_first and n == 0 and cid is None
+                    ch = fixed if same else rng.sample(labels, len(rec["answer"]))
+                    text = f"<think>answer {i}: the motion suggests {ch[0]} first.</think><answer>{', '.join(ch)}</answer>"
                     t = score_completion(text, rec["answer"], labels)
-                    s.add(Rollout(run_id=RUN_ID, checkpoint_id=cid, puzzle_id=row.id, sample_index=g,
+                    s.add(Rollout(run_id=run_id, checkpoint_id=cid, puzzle_id=row.id, sample_index=i,
                                   completion=text, chosen_labels=t.labels, format=t.format, selection=t.selection,
                                   order=t.order, exact=t.exact, total=t.total, advantage=None))
         s.commit()
@@ -147,7 +149,7 @@ def web_data(sample_videos, trailer_clips, tmp_path_factory):
         for name, pw in PASSWORDS.items():
             add_user(s, name, ROLES[name], pw)
         s.commit()
-    _store_rollouts(Session)
+    store_answers(Session, RUN_ID, "rollout", "tiny-random-qwen25vl", 5, "ckpt-5", G, 7, zero_variance_first=True)
     (base / "secret.txt").write_text("TOP SECRET outside the data dir")
     return data, db_url, base / "secret.txt", Session
 

@@ -28,7 +28,7 @@ from mvp_core.steer.train import train_bank
 ENERGY = EnergyConfig(hidden=[256, 128], lr=1e-3, epochs=40, seed=0)   # small: 2 CPUs; published is 2048-..-512
 OURS = SteerConfig(top_k=3, eta=0.95, steps=8, gate="entry", positions="prompt")
 PUBLISHED = SteerConfig(top_k=3, eta=0.95, steps=8)                      # no gate, every position
-N_TRAIN, N_HELD, NEW_TOKENS = 150, 40, 14
+N_TRAIN, N_HELD, NEW_TOKENS = 300, 40, 14   # 300 per class: the layer-1 gate generalises (docs/steer.md)
 COMPLIANCE_GAIN, HARMFUL_DROP = 0.40, 0.15
 # A real answer carries the toy answer's content; the substring judge alone would count gibberish
 # ("is is is ...") as compliance.

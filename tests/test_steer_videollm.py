@@ -1,7 +1,8 @@
 """Energy steering on the VideoLLM, end to end through `mvp steer`: labels from answers stored in the
 database (a shortcut-solver run, scored by the project's reward; no trained checkpoint is on main),
 states of the tiny Qwen2.5-VL over real-frame puzzles, energies split by video, and exact match /
-reward steered vs unsteered on the held-out video's puzzles (reported, no target on the sign)."""
+reward steered vs unsteered on the held-out video's puzzles (reported, no target on the sign); and
+labels from curator verdicts instead of answers."""
 from __future__ import annotations
 
 import json
@@ -81,3 +82,31 @@ def test_videollm_energy_from_stored_answers_and_steered_exact(solver_run, tiny_
           f"video: exact {rep['exact']['unsteered']:.3f} -> {rep['exact']['steered']:.3f}, reward "
           f"{rep['total']['unsteered']:.3f} -> {rep['total']['steered']:.3f}, "
           f"{rep['answers_changed']}/{rep['puzzles']} answers changed\n{out}")
+
+
+@pytest.mark.slow
+def test_videollm_labels_from_curator_verdicts(solver_run, tiny_model_dir, tmp_path):
+    """`mvp steer collect --verdicts`: accepted puzzles good, rejected bad, a tie left out."""
+    from db import review
+    from db.engine import open_db
+    from db.users import add_user
+    from mvp_core.steer.states import load_states
+    data, db, recs, _ = solver_run
+    ids = [r["id"] for r in recs]
+    with open_db(db, data)() as s:
+        a, b = (add_user(s, n, "curator", "password-" + n)[0].id for n in ("steer-a", "steer-b"))
+        s.commit()
+        for pid in ids[:3]:
+            review.submit_verdict(s, a, pid, "accept")
+        for pid in ids[3:5]:
+            review.submit_verdict(s, a, pid, "reject")
+        review.submit_verdict(s, a, ids[5], "accept")   # a tie: no label
+        review.submit_verdict(s, b, ids[5], "reject")
+    out = _mvp("steer", "collect", "--model", str(tiny_model_dir), "--puzzles", str(data / "puzzles.jsonl"),
+               "--data", str(data), "--db", db, "--threads", "1", "--batch-size", "4", "--verdicts",
+               "--out", str(tmp_path / "states.pt"))
+    assert "5 puzzle states from curator verdicts" in out and "accepted (good)" in out
+    blob = load_states(tmp_path / "states.pt")
+    want = {**{p: False for p in ids[:3]}, **{p: True for p in ids[3:5]}}
+    assert dict(zip(blob["items"], blob["bad"].tolist())) == want
+    assert blob["classes"] == ["accepted" if not b else "rejected" for b in blob["bad"].tolist()]
