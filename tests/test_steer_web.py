@@ -72,4 +72,10 @@ def test_rollouts_page_compares_steered_and_unsteered(web_app, browser, steer_ru
     before, after = (float(rows.nth(1).locator("td").nth(i).inner_text()) for i in (1, 2))
     assert after < before
     shot(page, "rollouts_steer")
+    # the prompt-token-only variant (docs/steer.md) from the same panel: the same prefill steps
+    page.evaluate("document.querySelector('#ro-steer-out .mvp-steer').remove()")
+    pick(page, "ro-steer-positions", "the prompt's last token only")
+    page.click("#ro-steer-go")
+    page.wait_for_selector("#ro-steer-out .mvp-steer", timeout=180000)
+    assert page.locator("#ro-steer-out .mvp-steer-energy tr").count() == 3
     ctx.close()

@@ -67,10 +67,13 @@ def build_panel(ctx: WebContext, run: gr.Dropdown, puzzle: gr.Dropdown) -> None:
             steps = gr.Number(label="K steps", value=5, precision=0, minimum=1, maximum=1000)
             top_k = gr.Number(label="top-k layers", value=3, precision=0, minimum=1, maximum=512)
             gate = gr.Dropdown(label="gate", choices=["off", "entry", "while"], value="off")
+            positions = gr.Dropdown(label="steer", choices=[("every position (published)", "every"),
+                                                            ("the prompt's last token only", "prompt")],
+                                    value="every", elem_id="ro-steer-positions")
         go = gr.Button("Answer with and without steering", elem_id="ro-steer-go")
         out = gr.HTML(elem_id="ro-steer-out")
 
-        def on_go(run_id, pid, bank_name, eta_v, k_steps, k_layers, gate_v, request: gr.Request,
+        def on_go(run_id, pid, bank_name, eta_v, k_steps, k_layers, gate_v, pos_v, request: gr.Request,
                   progress=gr.Progress(track_tqdm=True)):  # noqa: B008 - Gradio injects it
             with guard(ctx, request, PAGE):
                 from mvp_core.model.rollout import frame_loader
@@ -81,10 +84,11 @@ def build_panel(ctx: WebContext, run: gr.Dropdown, puzzle: gr.Dropdown) -> None:
                 with ctx.Session() as s:
                     rec, info = rd.record_seen(s, run_id, pid), rd.run_info(s, run_id)
                 model, proc = _policy(info["model_path"])
-                cfg = SteerConfig(eta=float(eta_v), steps=int(k_steps), top_k=int(k_layers), gate=gate_v)
+                cfg = SteerConfig(eta=float(eta_v), steps=int(k_steps), top_k=int(k_layers), gate=gate_v,
+                                  positions=pos_v or "every")
                 res = compare_puzzle(model, proc, EnergyBank.load(ctx.data_dir / "steer" / bank_name), rec,
                                      frame_loader(ctx.data_dir), cfg)
                 return compare_html(res, rec["answer"])
-        go.click(on_go, [run, puzzle, bank, eta, steps, top_k, gate], [out], api_name="steer_compare")
+        go.click(on_go, [run, puzzle, bank, eta, steps, top_k, gate, positions], [out], api_name="steer_compare")
         # banks written after the app started show up when a run is picked
         run.change(lambda: gr.update(choices=bank_choices(ctx.data_dir)), None, [bank])
