@@ -23,8 +23,9 @@ def register(sub) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=7860)
     p.add_argument("--no-serve", action="store_true", help="prepare only (for scripts and CI)")
-    p.add_argument("--train-minutes", type=float, default=4.0,
-                   help="first run only: minutes of SFT for the demo's trained model (default 4)")
+    # 3.5: the whole preparation stays under 5 minutes on a quiet 2-core machine (docs/BENCHMARKS.md)
+    p.add_argument("--train-minutes", type=float, default=3.5,
+                   help="first run only: minutes of SFT for the demo's trained model (default 3.5)")
     p.add_argument("--no-train", action="store_true", help="skip the trained model (random-weight answers only)")
     p.set_defaults(func=handler)
 
