@@ -1,7 +1,8 @@
 """Steered vs unsteered generation, time per new token, side by side (docs/BENCHMARKS.md).
 
 Usage: .venv/bin/python bench/steer_speed.py [--hidden 64] [--layers 4] [--tokens 32] [--repeats 5]
-The small model is the toy LM's shape (Llama, hidden 64, 4 layers); steering at the published
+The small model is the toy LM's shape (Llama, hidden 64, 4 layers; `--hidden 896 --layers 24` is
+Qwen2.5-0.5B's decoder shape, with the project's small vocabulary); steering at the published
 settings: k = 3 layers, K = 5 steps, energy MLP 2048-1024-1024-512. Also: a smaller energy MLP,
 the entry gate shut (every state below threshold: one energy forward per call, no gradient) and
 K = 1, and the behavioural test's settings (K = 8, steering every position vs the prompt token only).
@@ -51,6 +52,8 @@ def main() -> int:
     settings = {
         "unsteered": None,
         "k=3 K=5, MLP 2048-1024-1024-512 (published)": lambda: Steering(model, big, SteerConfig(top_k=3, steps=5)),
+        "k=3 K=5, MLP 2048-1024-1024-512, prompt token only":
+            lambda: Steering(model, big, SteerConfig(top_k=3, steps=5, positions="prompt")),
         "k=3 K=1, MLP 2048-1024-1024-512": lambda: Steering(model, big, SteerConfig(top_k=3, steps=1)),
         "k=3 K=5, MLP 256-128": lambda: Steering(model, small, SteerConfig(top_k=3, steps=5)),
         "k=3 K=5, entry gate shut (state below threshold)":
