@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.web.auth import Forbidden
 from app.web.common import WebContext
-from app.web.pages.rollouts import PAGE, default_selection, view
+from app.web.pages.rollouts import PAGE, opening, view
 from db import rollout_views as rd
 from mvp_core.errors import UserError
 
@@ -38,7 +38,8 @@ def _param(request: Request, name: str) -> str | None:
 def answer(ctx: WebContext, left: str | None, right: str | None, pid: str | None) -> dict:
     """The panes for (left, right, puzzle), or the default selection when `left` is None."""
     if left is None:
-        left, right, pid = default_selection(ctx)
+        o = opening(ctx)
+        left, right, pid = o.left, o.right or None, o.puzzle
     with ctx.Session() as s:
         known = {k for _, k in rd.sources(s)}
     for name, key in (("left", left), ("right", right)):

@@ -34,15 +34,26 @@ def _default_right(choices: list[tuple[str, str]], left: str | None) -> str:
     return same[-1] if same else NONE
 
 
-def default_selection(ctx: WebContext) -> tuple[str | None, str | None, str | None]:
-    """(left, right, puzzle) the page opens on: the newest version, its run's other one, the first
-    puzzle of its first video."""
+@dataclass
+class Opening:
+    """What the page opens on: the newest version (left), its run's other one (right, NONE if
+    none), the first puzzle of its first video; with the pickers' choices as Gradio updates."""
+    choices: list[tuple[str, str]]
+    left: str | None
+    right: str
+    videos: dict            # gr.update of the video picker
+    puzzles: dict           # gr.update of the puzzle picker
+    puzzle: str | None
+
+
+def opening(ctx: WebContext) -> Opening:
+    """The page's default selection (its load event and the view API's default view)."""
     with ctx.Session() as s:
         choices = rd.sources(s)
     lft = choices[0][1] if choices else None
-    _, vid = videos_for(ctx, lft)
-    _, pid = puzzles_for(ctx, lft, vid)
-    return lft, _default_right(choices, lft) or None, pid
+    vids, vid = videos_for(ctx, lft)
+    pzs, pid = puzzles_for(ctx, lft, vid)
+    return Opening(choices, lft, _default_right(choices, lft), vids, pzs, pid)
 
 
 def view(ctx: WebContext, left: str | None, right: str | None, pid: str | None) -> list:
@@ -147,16 +158,11 @@ class RolloutsHandlers:
     def load(self, request: gr.Request):
         """[nav, left, right, video, puzzle, message]: the newest version, its run's other one."""
         with guard(self.ctx, request, PAGE):
-            with self.ctx.Session() as s:
-                choices = rd.sources(s)
-            lft = choices[0][1] if choices else None
-            rgt = _default_right(choices, lft)
-            vids, vid = videos_for(self.ctx, lft)
-            pzs, pid = puzzles_for(self.ctx, lft, vid)
-            note = "" if choices else ("No answers stored yet: evaluate a checkpoint below, or run "
-                                       "`mvp rollout --run RUN --checkpoint C --set NAME`.")
-            return [nav_html(self.ctx, request.username, PAGE), gr.update(choices=choices, value=lft),
-                    gr.update(choices=[("(none)", NONE)] + choices, value=rgt), vids, pzs,
+            o = opening(self.ctx)
+            note = "" if o.choices else ("No answers stored yet: evaluate a checkpoint below, or run "
+                                         "`mvp rollout --run RUN --checkpoint C --set NAME`.")
+            return [nav_html(self.ctx, request.username, PAGE), gr.update(choices=o.choices, value=o.left),
+                    gr.update(choices=[("(none)", NONE)] + o.choices, value=o.right), o.videos, o.puzzles,
                     msg_html(note, "warn")]
 
     def left(self, lft, rgt, request: gr.Request):
