@@ -211,20 +211,23 @@ def main(argv=None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
 
-    stages = {}
+    stages: dict[str, float] = {}
+
+    def lap(name: str) -> None:      # wall seconds of the stage that just ended
+        stages[name] = time.time() - t0 - sum(stages.values())
     train_files, test_files = split_videos(args, work, env)
-    stages["videos"] = time.time() - t0
+    lap("videos")
     if args.models_from and args.videos:
         train_files, test_files = [], train_files + test_files    # every video is new to those models
     if set(train_files) & set(test_files):
         raise SystemExit("a video is in both the train and the test folder")
     train_jsonl = synth(train_files, work / "train", args, env) if train_files else None
     test_jsonl = synth(test_files, work / "test", args, env)
-    stages["synth"] = time.time() - t0 - sum(stages.values())
+    lap("synth")
     models = train_all(args, work, train_jsonl, test_jsonl, env, t_end)
-    stages["train"] = time.time() - t0 - sum(stages.values())
+    lap("train")
     reports = evaluate_all(models, test_jsonl, work, env, args.max_new_tokens)
-    stages["eval"] = time.time() - t0 - sum(stages.values())
+    lap("eval")
 
     from bench.learning_stats import plot, report, system_scores, table
     from mvp_core.puzzle import Puzzle
