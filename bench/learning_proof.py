@@ -83,7 +83,7 @@ def split_videos(args, work: Path, env) -> tuple[list[Path], list[Path]]:
     if len(files) < 2:
         raise SystemExit(f"{src}: need at least 2 videos to split by video")
     perm = np.random.default_rng(args.seed).permutation(len(files))
-    n_test = max(1, int(round(0.2 * len(files))))
+    n_test = max(1, int(round(args.test_share * len(files))))
     return [files[i] for i in sorted(perm[n_test:])], [files[i] for i in sorted(perm[:n_test])]
 
 
@@ -123,16 +123,22 @@ def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end:
                 "_sft_run": src / "sft", "_grpo_run": src / "grpo"}
     base = work / "base"
     if not (base / "config.json").is_file():
-        mvp("tiny-model", base, "--preset", args.preset, "--seed", args.seed, env=env)
+        # with --sft-from, the random initialisation that checkpoint was trained from (its card)
+        mvp("tiny-model", base, "--preset", args.preset, "--seed", 0 if args.sft_from else args.seed, env=env)
     heldout = [f"eval_puzzles={test_jsonl}", f"eval_limit={args.eval_limit}"] if args.eval_limit else []
     sft = work / "sft"
     budget = t_end - time.time()
-    if not (sft / "status.json").is_file() or json.loads((sft / "status.json").read_text())["state"] != "finished":
+    if args.sft_from:              # GRPO starts from a warm start trained before (e.g. assets/clock-sft)
+        sft_ckpt = Path(args.sft_from)
+        if not (sft_ckpt / "config.json").is_file():
+            raise SystemExit(f"--sft-from {sft_ckpt}: not a model directory (no config.json)")
+    elif not (sft / "status.json").is_file() or json.loads((sft / "status.json").read_text())["state"] != "finished":
         mvp("sft", args.sft_config, f"model={base}", f"puzzles={train_jsonl}", f"output_dir={sft}",
             f"max_steps={args.sft_steps}", f"seed={args.seed}", *heldout, *args.sft_set,
             *(["--resume"] if (sft / "config.yaml").is_file() else []),
             env=env, deadline=time.time() + budget * SFT_SHARE / (SFT_SHARE + GRPO_SHARE + 0.2), log=work / "sft.log")
-    sft_ckpt = latest_checkpoint(sft)
+    if not args.sft_from:
+        sft_ckpt = latest_checkpoint(sft)
     grpo = work / "grpo"
     budget = t_end - time.time()
     if not (grpo / "status.json").is_file() or json.loads((grpo / "status.json").read_text())["state"] != "finished":
@@ -141,7 +147,8 @@ def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end:
             *args.grpo_set,
             *(["--resume"] if (grpo / "config.yaml").is_file() else []),
             env=env, deadline=time.time() + budget * GRPO_SHARE / (GRPO_SHARE + 0.2), log=work / "grpo.log")
-    return {"base": base, "sft": sft_ckpt, "grpo": latest_checkpoint(grpo), "_sft_run": sft, "_grpo_run": grpo}
+    return {"base": base, "sft": sft_ckpt, "grpo": latest_checkpoint(grpo),
+            "_sft_run": None if args.sft_from else sft, "_grpo_run": grpo}
 
 
 def _grpo_heldout(heldout: list[str]) -> list[str]:
@@ -152,9 +159,9 @@ def _grpo_heldout(heldout: list[str]) -> list[str]:
 
 
 def evaluate_all(models: dict[str, Path], test_jsonl: Path, work: Path, env,
-                 max_new_tokens: int = 64) -> dict[str, dict]:
+                 max_new_tokens: int = 64, systems: tuple[str, ...] = ("base", "sft", "grpo")) -> dict[str, dict]:
     reports = {}
-    for name in ("base", "sft", "grpo"):
+    for name in systems:
         out = work / "eval" / f"{name}.json"
         if not out.is_file():
             mvp("eval", "--model", models[name], "--puzzles", test_jsonl, "--out", out, "--no-db",
@@ -182,7 +189,7 @@ def main(argv=None) -> int:
     p.add_argument("--n", type=int, default=4, help="keyframes per puzzle")
     p.add_argument("--m", type=int, default=2, help="masked frames")
     p.add_argument("--l", type=int, default=2, help="distractors")
-    p.add_argument("--sft-steps", type=int, default=1000)
+    p.add_argument("--sft-steps", type=int, default=1300)
     p.add_argument("--grpo-steps", type=int, default=150)
     p.add_argument("--sft-set", action="append", default=[], metavar="KEY=VALUE",
                    help="extra `mvp sft` setting (repeatable), e.g. eval_steps=0")
@@ -190,11 +197,17 @@ def main(argv=None) -> int:
                    help="extra `mvp train` setting (repeatable), e.g. per_device_train_batch_size=16")
     p.add_argument("--models-from", help="skip training: evaluate the base/sft/grpo models of this earlier "
                                          "proof's work directory on this run's test videos")
+    p.add_argument("--sft-from", help="skip tiny-model and SFT: start GRPO from this SFT model directory "
+                                      "(its base: `mvp tiny-model --preset PRESET --seed 0`)")
+    p.add_argument("--test-share", type=float, default=0.2, help="share of the videos held out (--videos or "
+                                                                "generated; default 0.2)")
     p.add_argument("--eval-limit", type=int, default=120, help="held-out puzzles evaluated during training "
                                                               "(0: none, the final evaluations only)")
     p.add_argument("--preset", default="learn", help="`mvp tiny-model --preset` of the base model (default learn)")
     p.add_argument("--sft-config", default=str(ROOT / "configs/proof-sft.yaml"), help="`mvp sft` config file")
     p.add_argument("--grpo-config", default=str(ROOT / "configs/proof-grpo.yaml"), help="`mvp train` config file")
+    p.add_argument("--systems", default="base,sft,grpo",
+                   help="models evaluated on the test puzzles (comma-separated of base, sft, grpo; default all)")
     p.add_argument("--max-new-tokens", type=int, default=64, help="answer length of the final evaluations")
     p.add_argument("--in-process", action="store_true",
                    help="run the commands in this process (one torch import; no time shares: the trainers "
@@ -226,7 +239,10 @@ def main(argv=None) -> int:
     lap("synth")
     models = train_all(args, work, train_jsonl, test_jsonl, env, t_end)
     lap("train")
-    reports = evaluate_all(models, test_jsonl, work, env, args.max_new_tokens)
+    systems = tuple(x.strip() for x in args.systems.split(",") if x.strip())
+    if not systems or set(systems) - {"base", "sft", "grpo"}:
+        raise SystemExit(f"--systems {args.systems!r}: give some of base, sft, grpo")
+    reports = evaluate_all(models, test_jsonl, work, env, args.max_new_tokens, systems)
     lap("eval")
 
     from bench.learning_stats import plot, report, system_scores, table
@@ -236,7 +252,7 @@ def main(argv=None) -> int:
     rep.update(n_train_videos=len(train_files), n_test_videos_given=len(test_files),
                wall_s=round(time.time() - t0, 1), stage_s={k: round(v, 1) for k, v in stages.items()},
                checkpoints={k: str(v) for k, v in models.items()})
-    png = plot({"sft": models["_sft_run"], "grpo": models["_grpo_run"]}, work / "learning_curves.png")
+    png = plot({k: models[f"_{k}_run"] for k in ("sft", "grpo") if models[f"_{k}_run"]}, work / "learning_curves.png")
     rep["plot"] = str(png) if png else None
     out = Path(args.out) if args.out else work / "REPORT.json"
     out.write_text(json.dumps(rep, indent=2))

@@ -3,8 +3,9 @@
 Given puzzles in DIR (made by `mvp synth ... --data DIR`), it makes a demo login (an admin, so every
 page is visible; the password is printed), stores G answers per puzzle from a tiny *random-weight*
 Qwen2.5-VL (so the rollouts page has something to show; the page marks them as noise), trains a
-small model on generated videos on the first run (app/cli/demo_trained.py: a few minutes, reused
-afterwards) and stores its answers beside the untrained model's, and serves the app. Re-running it
+small model on generated videos on the first run (app/cli/demo_trained.py: GRPO from the shipped SFT
+warm start, a couple of minutes, reused afterwards) and stores its answers beside the warm start's and
+the untrained model's, and serves the app. Re-running it
 keeps the answers already stored and gives the demo user a new password."""
 from __future__ import annotations
 
@@ -23,9 +24,9 @@ def register(sub) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=7860)
     p.add_argument("--no-serve", action="store_true", help="prepare only (for scripts and CI)")
-    # 3.5: the whole preparation stays under 5 minutes on a quiet 2-core machine (docs/BENCHMARKS.md)
-    p.add_argument("--train-minutes", type=float, default=3.5,
-                   help="first run only: minutes of SFT for the demo's trained model (default 3.5)")
+    # a cap, not a target: the 30 GRPO steps of configs/demo-grpo.yaml end sooner on 2 cores (docs/BENCHMARKS.md)
+    p.add_argument("--train-minutes", type=float, default=3.0,
+                   help="first run only: at most this many minutes of GRPO for the demo's trained model (default 3)")
     p.add_argument("--no-train", action="store_true", help="skip the trained model (random-weight answers only)")
     p.set_defaults(func=handler)
 
