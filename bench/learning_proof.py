@@ -15,6 +15,7 @@ REPORT.json holds the same table; a PNG plots training and held-out reward again
 
 `--budget-min` caps the wall time: each trainer gets a share and is stopped with SIGTERM when its
 share is spent (it saves a checkpoint and exits cleanly; the proof goes on with that checkpoint).
+`--sft-from DIR` skips the SFT and starts GRPO from a warm start trained before (assets/clock-sft).
 `--in-process` runs every command inside this process instead (torch and transformers are imported
 once, not ~10 s per command; the trainers then run to max_steps): the CI-sized proof
 (docs/BENCHMARKS.md, "Learning proof") runs this way with `--preset ci` and configs/ci-*.yaml."""
@@ -132,12 +133,12 @@ def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end:
         sft_ckpt = Path(args.sft_from)
         if not (sft_ckpt / "config.json").is_file():
             raise SystemExit(f"--sft-from {sft_ckpt}: not a model directory (no config.json)")
-    elif not (sft / "status.json").is_file() or json.loads((sft / "status.json").read_text())["state"] != "finished":
-        mvp("sft", args.sft_config, f"model={base}", f"puzzles={train_jsonl}", f"output_dir={sft}",
-            f"max_steps={args.sft_steps}", f"seed={args.seed}", *heldout, *args.sft_set,
-            *(["--resume"] if (sft / "config.yaml").is_file() else []),
-            env=env, deadline=time.time() + budget * SFT_SHARE / (SFT_SHARE + GRPO_SHARE + 0.2), log=work / "sft.log")
-    if not args.sft_from:
+    else:
+        if not (sft / "status.json").is_file() or json.loads((sft / "status.json").read_text())["state"] != "finished":
+            mvp("sft", args.sft_config, f"model={base}", f"puzzles={train_jsonl}", f"output_dir={sft}",
+                f"max_steps={args.sft_steps}", f"seed={args.seed}", *heldout, *args.sft_set,
+                *(["--resume"] if (sft / "config.yaml").is_file() else []), env=env,
+                deadline=time.time() + budget * SFT_SHARE / (SFT_SHARE + GRPO_SHARE + 0.2), log=work / "sft.log")
         sft_ckpt = latest_checkpoint(sft)
     grpo = work / "grpo"
     budget = t_end - time.time()
