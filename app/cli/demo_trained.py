@@ -93,7 +93,8 @@ def store_answers(Session, data: Path, url: str, minutes: float, G: int, limit: 
     if all(have.values()):
         return
     trained, base, heldout = prepare(data, url, minutes)
-    for name, model in ((SFT_RUN, WARM_START), (GRPO_RUN, trained), (BASE_RUN, base)):
+    # stored last = newest = what the Rollouts page opens on (db/rollout_views.sources): the warm start
+    for name, model in ((BASE_RUN, base), (GRPO_RUN, trained), (SFT_RUN, WARM_START)):
         if not have[name]:
             _mvp("rollout", "--model", model, "--puzzles", heldout, "--data", data, "--db", url, "-G", G,
                  "--limit", limit, "--name", name, "--threads", "1", "--max-new-tokens", 64)
