@@ -15,6 +15,7 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from db.chunks import in_chunks
 from db.human import bootstrap_ci, per_puzzle
 from db.models import Puzzle as PuzzleRow
 from db.models.runs import Checkpoint, Rollout
@@ -56,9 +57,9 @@ def _shortcut_rows(session: Session, data_dir: Path, pids: list[str]) -> list[di
 def _model_rows(session: Session, pids: list[str]) -> list[dict]:
     per: dict[tuple, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     steps = dict(session.execute(select(Checkpoint.id, Checkpoint.step)).all())
-    for i in range(0, len(pids), 500):
+    for chunk in in_chunks(pids):
         q = select(Rollout.run_id, Rollout.checkpoint_id, Rollout.puzzle_id, Rollout.exact, Rollout.total).where(
-            Rollout.puzzle_id.in_(pids[i:i + 500]))
+            Rollout.puzzle_id.in_(chunk))
         for run, ck, pid, exact, total in session.execute(q):
             per[(run, ck)][pid].append((exact, total))
     rows = []

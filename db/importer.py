@@ -11,6 +11,7 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from db.chunks import in_chunks
 from db.models import Puzzle, Video
 from db.puzzle_rows import add_puzzle, add_video
 from db.sets import content_hash, store_set
@@ -32,8 +33,7 @@ def store_records(session: Session, records: list[dict]) -> int:
     puzzles were added. The caller commits."""
     added = 0
     have_videos = set(session.scalars(select(Video.id)))
-    for i in range(0, len(records), 500):
-        chunk = records[i:i + 500]
+    for chunk in in_chunks(records):
         have = set(session.scalars(select(Puzzle.id).where(Puzzle.id.in_([r["id"] for r in chunk]))))
         for rec in chunk:
             if rec["id"] in have:

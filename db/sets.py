@@ -26,6 +26,7 @@ from pathlib import Path
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
+from db.chunks import in_chunks
 from db.models import Puzzle
 from db.models.curation import CuratedSet, OptionVerdict, ReviewState, SetItem
 from db.txn import run_txn
@@ -112,8 +113,7 @@ def prune_record(record: dict, removed: set[str]) -> dict:
 def rejected_options(session: Session, puzzle_ids: list[str]) -> dict[str, set[str]]:
     """{puzzle_id: labels rejected by at least half of its decisive reviewers}."""
     out: dict[str, set[str]] = {}
-    for i in range(0, len(puzzle_ids), 500):
-        chunk = puzzle_ids[i:i + 500]
+    for chunk in in_chunks(puzzle_ids):
         rows = session.execute(
             select(OptionVerdict.puzzle_id, OptionVerdict.label, func.count(), ReviewState.n_reviews)
             .join(ReviewState, ReviewState.puzzle_id == OptionVerdict.puzzle_id)

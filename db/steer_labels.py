@@ -8,6 +8,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from db.chunks import in_chunks
 from db.models.curation import PuzzleVerdict
 from db.models.runs import Checkpoint, Rollout, Run
 from mvp_core.errors import UserError
@@ -38,9 +39,9 @@ def rollout_answers(s: Session, run_id: str, checkpoint_step: int | None = None,
 
 def curator_verdicts(s: Session, puzzle_ids: list[str] | None = None) -> list[dict]:
     """[{puzzle_id, verdict}]: every curator's current verdict, optionally only for `puzzle_ids`
-    (queried 500 at a time: SQLite caps the parameters of one statement)."""
+    (queried in chunks: db/chunks.py)."""
     q = select(PuzzleVerdict.puzzle_id, PuzzleVerdict.verdict).order_by(PuzzleVerdict.puzzle_id, PuzzleVerdict.id)
-    chunks = [None] if puzzle_ids is None else [puzzle_ids[i:i + 500] for i in range(0, len(puzzle_ids), 500)]
+    chunks = [None] if puzzle_ids is None else in_chunks(puzzle_ids)
     rows = []
     for chunk in chunks:
         qc = q if chunk is None else q.where(PuzzleVerdict.puzzle_id.in_(chunk))

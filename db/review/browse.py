@@ -7,6 +7,7 @@ from __future__ import annotations
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
+from db.chunks import in_chunks
 from db.models import Option, Puzzle, Video
 from db.models.curation import PuzzleVerdict, ReviewState
 from db.models.human import HumanAnswer
@@ -51,8 +52,7 @@ def find_puzzles(session: Session, user_id: int, filt: QueueFilter, limit: int =
     rows = session.execute(q.order_by(Video.path, Puzzle.id).limit(limit)).all()
     ids = [r[0] for r in rows]
     mine, answered = {}, {}
-    for i in range(0, len(ids), 500):
-        chunk = ids[i:i + 500]
+    for chunk in in_chunks(ids):
         mine.update(session.execute(select(PuzzleVerdict.puzzle_id, PuzzleVerdict.verdict).where(
             PuzzleVerdict.user_id == user_id, PuzzleVerdict.puzzle_id.in_(chunk))).all())
         answered.update(session.execute(select(HumanAnswer.puzzle_id, HumanAnswer.exact).where(

@@ -10,6 +10,7 @@ from itertools import combinations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from db.chunks import in_chunks
 from db.models import Option, Puzzle
 from db.models.curation import OptionVerdict, PuzzleVerdict, ReviewState, User
 from db.review.kappa import cohen_kappa, fleiss_kappa, item_agreement
@@ -93,8 +94,7 @@ def _option_ratings(session: Session, decisive: dict[str, dict[int, str]]) -> di
     pids = list(decisive)
     rejects: set[tuple] = set()
     labels: dict[str, list[str]] = defaultdict(list)
-    for i in range(0, len(pids), 500):   # chunked IN lists stay under every driver's parameter limit
-        chunk = pids[i:i + 500]
+    for chunk in in_chunks(pids):
         rejects |= set(tuple(r) for r in session.execute(select(OptionVerdict.puzzle_id, OptionVerdict.label,
                                               OptionVerdict.user_id)
                                        .where(OptionVerdict.puzzle_id.in_(chunk),
