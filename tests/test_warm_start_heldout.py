@@ -45,11 +45,11 @@ def test_warm_start_solves_puzzles_of_new_videos(tmp_path):
     systems = rep["systems"]
     print(rep["n_test"], "puzzles of", rep["n_test_videos"], "videos:",
           {k: (round(v["exact"], 3), round(v["reward"], 3)) for k, v in systems.items()})
-    assert rep["n_test"] >= 100 and rep["n_test_videos"] >= 40
+    assert rep["n_test"] >= 100 and rep["n_test_videos"] >= 30
     shortcuts = {k: v for k, v in systems.items() if k != "sft"}      # chance and the audit's solvers
     best = max(v["exact"] for v in shortcuts.values())
     assert best < 0.25, shortcuts           # the clocks are not solvable from pixel statistics
     sft = systems["sft"]
-    # measured on 5 seeds while developing: exact 0.80-0.88 (docs/BENCHMARKS.md)
+    # measured on 7 seeds while developing: exact 0.86-0.93 (docs/BENCHMARKS.md)
     assert sft["exact_ci"][0] > best + 0.4, (seed, sft, best)
     assert sft["reward"] > 0.7, (seed, sft)
