@@ -58,7 +58,7 @@ def _split(data: Path, gen: Path) -> tuple[Path, Path]:
 def prepare(data: Path, url: str, minutes: float, n_videos: int = 100) -> tuple[Path, Path, Path]:
     """(GRPO checkpoint, base model, held-out puzzles), training on the first call only."""
     work = data / "demo-trained"
-    base, run = data / "models" / "tiny-learn-base", work / "grpo"
+    base, run = data / "models" / "tiny-learn-base", data / "runs" / "demo-grpo"   # DATA/runs: on the Train page
     gen = data / "generated-videos"
     if not (WARM_START / "config.json").is_file():
         raise UserError(f"demo: the shipped warm start {WARM_START} is missing (a partial checkout?)")
