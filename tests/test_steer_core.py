@@ -10,6 +10,8 @@ from mvp_core.errors import UserError
 from mvp_core.steer.bank import EnergyBank
 from mvp_core.steer.collect import collect_batch, collect_states, text_batches
 from mvp_core.steer.config import CollectConfig, EnergyConfig, SteerConfig
+from mvp_core.steer.energy import EnergyMLP
+from mvp_core.steer.energy_grad import energy_and_grad
 from mvp_core.steer.layers import decoder_layers
 from mvp_core.steer.steer import Steering
 from mvp_core.steer.train import train_bank
@@ -95,6 +97,24 @@ def test_planted_direction_is_found_on_test_split():
     assert m[0].test_acc < 0.7 and m[2].test_acc < 0.7      # pure noise layers stay near chance
     assert bank.ranking()[0] == 1
     assert m[1].n_test > 50 and m[1].n_train + m[1].n_val + m[1].n_test == n
+
+
+@pytest.mark.parametrize("in_dim, hidden", [(64, [256, 128]), (48, [96]), (32, [64, 48, 40, 24])])
+def test_hand_written_energy_gradient_equals_autograd(in_dim, hidden):
+    torch.manual_seed(in_dim)
+    model = EnergyMLP(in_dim, hidden)
+    for p in model.parameters():          # not the initial LayerNorm 1 / 0: every term of the backward counts
+        p.data.add_(0.3 * torch.randn_like(p))
+    model.eval()
+    x = 2 * torch.randn(5, in_dim)
+    xr = x.clone().requires_grad_(True)
+    e_ref = model(xr)
+    (g_ref,) = torch.autograd.grad(e_ref.sum(), xr)
+    e, g = energy_and_grad(model, x)
+    assert torch.allclose(e, e_ref.detach(), atol=1e-5) and torch.allclose(g, g_ref, atol=1e-5, rtol=1e-4)
+    model.train()
+    with pytest.raises(ValueError, match="eval mode"):
+        energy_and_grad(model, x)
 
 
 def test_steering_lowers_energy_of_held_out_bad_states_and_changes_tokens(tiny_lm, lm_bank):

@@ -14,6 +14,8 @@ import torch
 from mvp_core.errors import UserError
 from mvp_core.steer.bank import EnergyBank
 from mvp_core.steer.config import SteerConfig
+from mvp_core.steer.energy import EnergyMLP
+from mvp_core.steer.energy_grad import energy_and_grad
 from mvp_core.steer.layers import decoder_layers, hidden_from_call, replace_hidden
 
 
@@ -27,15 +29,13 @@ def descend(energy, x: torch.Tensor, eta: float, steps: int, threshold: float | 
     e0 = None
     active = torch.ones_like(taken, dtype=torch.bool) if rows is None else rows
     for _ in range(steps):
-        x = x.detach().requires_grad_(True)
-        e = energy(x)
+        e, g = _energy_and_grad(energy, x)
         if e0 is None:
-            e0 = e.detach()
+            e0 = e
         if gate == "while":
-            active = e.detach() > threshold
+            active = e > threshold
         if not bool(active.any()):
             break
-        (g,) = torch.autograd.grad(e.sum(), x)
         step = eta * g / (g.norm(dim=-1, keepdim=True) + 1e-8)
         x = torch.where(active[:, None], x - step, x).detach()
         taken += active.long()
@@ -44,6 +44,17 @@ def descend(energy, x: torch.Tensor, eta: float, steps: int, threshold: float | 
         with torch.no_grad():
             e1 = energy(x)
     return x.detach(), e0, e1, taken
+
+
+def _energy_and_grad(energy, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(E(x), dE/dx), both detached: by hand for an EnergyMLP in eval mode (energy_grad.py: the
+    steps' cost is mostly autograd's own), by autograd for any other energy."""
+    if isinstance(energy, EnergyMLP) and not energy.training:
+        return energy_and_grad(energy, x)
+    x = x.detach().requires_grad_(True)
+    e = energy(x)
+    (g,) = torch.autograd.grad(e.sum(), x)
+    return e.detach(), g
 
 
 class Steering:
