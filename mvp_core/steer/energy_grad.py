@@ -8,36 +8,42 @@ Linear -> 1. tests/test_steer_core.py checks the result against autograd."""
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from mvp_core.steer.energy import EnergyMLP
 
 
+class EnergyGrad:
+    """`EnergyGrad(model)(x) -> (E(x) [B], dE/dx [B, D])`. The weights are read once, here (module
+    attribute look-ups cost more than a step's arithmetic at these sizes), so build it once per
+    steering call, not once per step; the model must be in eval mode and stay unchanged meanwhile."""
+
+    def __init__(self, model: EnergyMLP):
+        if model.training:
+            raise ValueError("EnergyGrad needs the energy model in eval mode (dropout off)")
+        mods = list(model.net)
+        self.blocks = [(lin.weight.detach(), lin.weight.detach().t(), lin.bias.detach(), ln.weight.detach(),
+                        ln.bias.detach(), ln.eps)
+                       for lin, ln in zip(mods[0:-1:4], mods[1:-1:4])]
+        self.w_out, self.b_out = mods[-1].weight.detach(), mods[-1].bias.detach()
+
+    def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        saved = []
+        with torch.no_grad():
+            a = x
+            for w, wt, b, gamma, beta, eps in self.blocks:
+                z = torch.addmm(b, a, wt)
+                y, mu, rstd = torch.native_layer_norm(z, [z.shape[-1]], gamma, beta, eps)
+                s = torch.sigmoid(y)
+                saved.append((w, gamma, (z - mu) * rstd, rstd, s * (1 + y * (1 - s))))   # zhat, SiLU'(y)
+                a = y * s                                                                # SiLU(y)
+            e = torch.addmm(self.b_out, a, self.w_out.t()).squeeze(-1)
+            g = self.w_out.expand(x.shape[0], -1)
+            for w, gamma, zh, rstd, dsilu in reversed(saved):
+                gzh = g * dsilu * gamma
+                g = (rstd * (gzh - gzh.mean(-1, keepdim=True) - zh * (gzh * zh).mean(-1, keepdim=True))) @ w
+        return e, g
+
+
 def energy_and_grad(model: EnergyMLP, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(E(x) [B], dE/dx [B, D]) for states x [B, D]; the model must be in eval mode."""
-    if model.training:
-        raise ValueError("energy_and_grad needs the energy model in eval mode (dropout off)")
-    mods = list(model.net)
-    out = mods[-1]
-    saved = []
-    with torch.no_grad():
-        a = x
-        for lin, ln in zip(mods[0:-1:4], mods[1:-1:4]):
-            lin: nn.Linear
-            ln: nn.LayerNorm
-            z = torch.addmm(lin.bias, a, lin.weight.t())
-            zc = z - z.mean(-1, keepdim=True)
-            rstd = torch.rsqrt(zc.pow(2).mean(-1, keepdim=True) + ln.eps)
-            zh = zc * rstd
-            y = torch.addcmul(ln.bias, zh, ln.weight)
-            s = torch.sigmoid(y)
-            saved.append((lin.weight, ln.weight, zh, rstd, y, s))
-            a = y * s                                          # SiLU
-        e = torch.addmm(out.bias, a, out.weight.t()).squeeze(-1)
-        g = out.weight.expand(x.shape[0], -1)
-        for w, gamma, zh, rstd, y, s in reversed(saved):
-            gy = g * s * (1 + y * (1 - s))                     # SiLU'
-            gzh = gy * gamma
-            gz = rstd * (gzh - gzh.mean(-1, keepdim=True) - zh * (gzh * zh).mean(-1, keepdim=True))
-            g = gz @ w
-    return e, g
+    """(E(x) [B], dE/dx [B, D]) for states x [B, D] (one-off; steering builds an EnergyGrad once)."""
+    return EnergyGrad(model)(x)

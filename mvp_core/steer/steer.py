@@ -15,7 +15,7 @@ from mvp_core.errors import UserError
 from mvp_core.steer.bank import EnergyBank
 from mvp_core.steer.config import SteerConfig
 from mvp_core.steer.energy import EnergyMLP
-from mvp_core.steer.energy_grad import energy_and_grad
+from mvp_core.steer.energy_grad import EnergyGrad
 from mvp_core.steer.layers import decoder_layers, hidden_from_call, replace_hidden
 
 
@@ -27,18 +27,21 @@ def descend(energy, x: torch.Tensor, eta: float, steps: int, threshold: float | 
     x = x.detach()
     taken = torch.zeros(x.shape[0], dtype=torch.long, device=x.device)
     e0 = None
-    active = torch.ones_like(taken, dtype=torch.bool) if rows is None else rows
+    active = rows                       # None: every row moves (no mask to apply)
+    grad = _energy_and_grad(energy)
     for _ in range(steps):
-        e, g = _energy_and_grad(energy, x)
+        e, g = grad(x)
         if e0 is None:
             e0 = e
         if gate == "while":
             active = e > threshold
-        if not bool(active.any()):
+        if active is not None and not bool(active.any()):
             break
         step = eta * g / (g.norm(dim=-1, keepdim=True) + 1e-8)
-        x = torch.where(active[:, None], x - step, x).detach()
-        taken += active.long()
+        if active is None:
+            x, taken = x - step, taken + 1
+        else:
+            x, taken = torch.where(active[:, None], x - step, x), taken + active.long()
     e1 = None
     if energy_after:   # one more forward, only when someone reads it (record=True)
         with torch.no_grad():
@@ -46,15 +49,18 @@ def descend(energy, x: torch.Tensor, eta: float, steps: int, threshold: float | 
     return x.detach(), e0, e1, taken
 
 
-def _energy_and_grad(energy, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(E(x), dE/dx), both detached: by hand for an EnergyMLP in eval mode (energy_grad.py: the
+def _energy_and_grad(energy):
+    """x -> (E(x), dE/dx), both detached: by hand for an EnergyMLP in eval mode (energy_grad.py: the
     steps' cost is mostly autograd's own), by autograd for any other energy."""
     if isinstance(energy, EnergyMLP) and not energy.training:
-        return energy_and_grad(energy, x)
-    x = x.detach().requires_grad_(True)
-    e = energy(x)
-    (g,) = torch.autograd.grad(e.sum(), x)
-    return e.detach(), g
+        return EnergyGrad(energy)
+
+    def by_autograd(x: torch.Tensor):
+        x = x.detach().requires_grad_(True)
+        e = energy(x)
+        (g,) = torch.autograd.grad(e.sum(), x)
+        return e.detach(), g
+    return by_autograd
 
 
 class Steering:
