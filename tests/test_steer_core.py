@@ -11,7 +11,7 @@ from mvp_core.steer.bank import EnergyBank
 from mvp_core.steer.collect import collect_batch, collect_states, text_batches
 from mvp_core.steer.config import CollectConfig, EnergyConfig, SteerConfig
 from mvp_core.steer.energy import EnergyMLP
-from mvp_core.steer.energy_grad import energy_and_grad
+from mvp_core.steer.energy_grad import EnergyGrad
 from mvp_core.steer.layers import decoder_layers
 from mvp_core.steer.steer import Steering
 from mvp_core.steer.train import train_bank
@@ -110,11 +110,11 @@ def test_hand_written_energy_gradient_equals_autograd(in_dim, hidden):
     xr = x.clone().requires_grad_(True)
     e_ref = model(xr)
     (g_ref,) = torch.autograd.grad(e_ref.sum(), xr)
-    e, g = energy_and_grad(model, x)
+    e, g = EnergyGrad(model)(x)
     assert torch.allclose(e, e_ref.detach(), atol=1e-5) and torch.allclose(g, g_ref, atol=1e-5, rtol=1e-4)
     model.train()
     with pytest.raises(ValueError, match="eval mode"):
-        energy_and_grad(model, x)
+        EnergyGrad(model)
 
 
 def test_steering_lowers_energy_of_held_out_bad_states_and_changes_tokens(tiny_lm, lm_bank):

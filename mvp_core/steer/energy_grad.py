@@ -42,8 +42,3 @@ class EnergyGrad:
                 gzh = g * dsilu * gamma
                 g = (rstd * (gzh - gzh.mean(-1, keepdim=True) - zh * (gzh * zh).mean(-1, keepdim=True))) @ w
         return e, g
-
-
-def energy_and_grad(model: EnergyMLP, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(E(x) [B], dE/dx [B, D]) for states x [B, D] (one-off; steering builds an EnergyGrad once)."""
-    return EnergyGrad(model)(x)
