@@ -43,6 +43,9 @@ COPY db ./db
 COPY mvp_core ./mvp_core
 COPY static ./static
 COPY scripts ./scripts
+# the Train page's default configs (app/web/jobs.py) and the shipped SFT warm start (assets/clock-sft)
+COPY configs ./configs
+COPY assets ./assets
 RUN pip install --no-deps -e .
 
 # Run as an unprivileged user; only /data is writable.
