@@ -19,7 +19,7 @@ def test_proof_from_a_warm_start_writes_the_report(tmp_path):
     out = tmp_path / "REPORT.json"
     cmd = [sys.executable, "bench/learning_proof.py", "--in-process", "--sft-from", str(ROOT / "assets/clock-sft"),
            "--work", str(tmp_path / "w"), "--out", str(out), "--n-videos", "8", "--test-share", "0.5",
-           "--per-video", "2", "--grpo-config", "configs/demo-grpo.yaml", "--grpo-steps", "2",
+           "--per-video", "2", "--grpo-config", "configs/proof-grpo.yaml", "--grpo-steps", "2",
            "--eval-limit", "0", "--systems", "sft,grpo", "--seed", "3"]
     r = subprocess.run(cmd, cwd=ROOT, env=mvp_env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]

@@ -73,8 +73,11 @@ def prepare(data: Path, url: str, minutes: float, n_videos: int = 100) -> tuple[
     if read_status(run).get("state") != "finished":
         print(f"training the demo model for up to {minutes:g} min (GRPO from {WARM_START.name} on {train}); "
               "runs once", flush=True)
-        _mvp("train", ROOT / "configs/demo-grpo.yaml", f"model={WARM_START}", f"puzzles={train}",
+        # the proof's GRPO settings (configs/proof-grpo.yaml) at a 10x smaller lr: 1e-4 lowers the warm
+        # start's held-out reward 0.89 -> 0.68, 1e-5 barely moves it (docs/BENCHMARKS.md, "Learning proof")
+        _mvp("train", ROOT / "configs/proof-grpo.yaml", f"model={WARM_START}", f"puzzles={train}",
              f"data_dir={data}", f"output_dir={run}", f"eval_puzzles={heldout}", f"eval_data_dir={data}",
+             "learning_rate=1e-5", "max_steps=20", "save_steps=10", "eval_steps=10", "eval_limit=24",
              *(["--resume"] if (run / "config.yaml").is_file() else []), deadline=time.time() + 60 * minutes)
     latest = RunDir(run).latest_checkpoint()
     if latest is None:
