@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def decoder(hidden: int, layers: int, seed: int = 0, family: str = "llama"):
+def decoder(hidden: int, layers: int, seed: int = 0, family: str = "llama", intermediate: int | None = None):
     import torch
     import transformers
 
@@ -18,7 +18,8 @@ def decoder(hidden: int, layers: int, seed: int = 0, family: str = "llama"):
     tok = build_tokenizer()
     cls = {"llama": ("LlamaConfig", "LlamaForCausalLM"), "qwen2": ("Qwen2Config", "Qwen2ForCausalLM")}[family]
     heads = max(1, hidden // 64)
-    cfg = getattr(transformers, cls[0])(vocab_size=len(tok), hidden_size=hidden, intermediate_size=int(2.75 * hidden),
+    cfg = getattr(transformers, cls[0])(vocab_size=len(tok), hidden_size=hidden,
+                                        intermediate_size=intermediate or int(2.75 * hidden),
                                         num_hidden_layers=layers, num_attention_heads=heads,
                                         num_key_value_heads=max(1, heads // 2), pad_token_id=tok.pad_token_id,
                                         eos_token_id=tok.eos_token_id, bos_token_id=tok.pad_token_id)

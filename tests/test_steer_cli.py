@@ -114,6 +114,24 @@ def test_cli_bad_inputs_are_one_line_errors(text_model_dir, tmp_path, capsys):
     assert mvp(["steer", "generate", "--model", str(text_model_dir), "--bank", str(junk), "hi"]) == 2
     assert "is not an energy bank" in capsys.readouterr().err
     assert not (tmp_path / "b.pt").exists()
+    # a file whose unpickling would run a command: refused before it runs, the reason in one line
+    import torch
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.pt"
+    torch.save({"format": "mvp-steer-states/1", "x": _RunsCommand(f"touch {marker}")}, evil)
+    assert mvp(["steer", "train", str(evil), "--out", str(tmp_path / "b.pt")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {evil} is not a states file (") and "GLOBAL" in err and "\n" not in err
+    assert not marker.exists()
+
+
+class _RunsCommand:
+    def __init__(self, cmd: str):
+        self.cmd = cmd
+
+    def __reduce__(self):
+        import os
+        return (os.system, (self.cmd,))
 
 
 def test_rollouts_panel_shows_both_answers_and_energies(tiny_policy, model_data, torch_one_thread):

@@ -28,7 +28,19 @@ def load_tensor_file(path, fmt: str, what: str, not_this_kind: str) -> dict:
     try:
         blob = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - any unpickling failure is a bad file
-        raise UserError(f"{path} is not {a_what} ({str(e).splitlines()[0][:120]})") from None
+        raise UserError(f"{path} is not {a_what} ({_reason(e)})") from None
     if not isinstance(blob, dict) or blob.get("format") != fmt:
         raise UserError(f"{path} is not {a_what} {not_this_kind}")
     return blob
+
+
+# torch's weights-only refusal wraps the reason in paragraphs of advice (to reload with
+# weights_only=False, which would run the file's code): keep only the reason.
+_BOILERPLATE = ("Weights only load failed", "Please file an issue", "Check the documentation", "Re-running")
+
+
+def _reason(e: Exception) -> str:
+    lines = [x.strip() for x in str(e).splitlines() if x.strip()]
+    kept = [x for x in lines if not x.startswith(_BOILERPLATE)]
+    text = (kept or lines or [type(e).__name__])[0].removeprefix("WeightsUnpickler error:").strip()
+    return (text or type(e).__name__)[:160]
