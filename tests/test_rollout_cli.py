@@ -118,6 +118,21 @@ def test_bad_inputs_are_one_line_errors(capsys, tmp_path, synth_dir):
     assert rc == 2 and "no curated set named 'no-such-set'" in err
     rc, _, err = mvp(capsys, "rollout", "--model", tmp_path, "--puzzles", synth_dir / "puzzles.jsonl", "-G", 0)
     assert rc == 2 and "-G must be at least 1" in err
+    # a path the OS refuses: its reason and the path, one line
+    rc, _, err = mvp(capsys, "tiny-model", "/proc/no-such-dir/model")
+    assert rc == 2 and err.strip() == "error: No such file or directory: /proc/no-such-dir", err
+    # sampling and prompt settings out of range: one line naming the setting, before a model loads
+    # (tmp_path is not a model: had it got that far, the error would say so instead)
+    for flags, says in ((["--temperature", "-1"], "temperature must be > 0, got -1.0"),
+                        (["--top-p", "2"], "top_p must be in (0, 1], got 2.0"),
+                        (["--top-k", "-3"], "top_k must be >= 0 (0: off), got -3"),
+                        (["--repetition-penalty", "0"], "repetition_penalty must be > 0 (1: off), got 0.0"),
+                        (["--max-new-tokens", "0"], "max_new_tokens must be >= 1, got 0"),
+                        (["--max-pixels", "-5"], "max_pixels must be a positive number of pixels, got -5")):
+        for cmd in ("eval", "rollout"):
+            rc, _, err = mvp(capsys, cmd, "--model", tmp_path, "--puzzles", synth_dir / "puzzles.jsonl",
+                             "--data", synth_dir, "--no-db", *flags)
+            assert rc == 2 and err.strip() == f"error: {says}", (cmd, flags, err)
 
 
 def test_bad_records_and_missing_frames_lose_nothing(capsys, tmp_path, synth_dir, tiny_model_dir):

@@ -44,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as e:  # a clear one-line error, no traceback
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:    # a path the user gave that cannot be read or written: the OS's reason, one line
+        where = f": {e.filename}" if getattr(e, "filename", None) else ""
+        print(f"error: {e.strerror or e}{where}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

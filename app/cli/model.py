@@ -151,6 +151,7 @@ def _rollout(args) -> int:
     run_name = target.run_id or default_run_name(args)
     ck = "" if not target.run_id else f"-{target.checkpoint_id or 'base'}"
     out = Path(args.out) if args.out else data / "rollouts" / f"{run_name}{ck}.parquet"
+    pcfg, gcfg = _prompt_cfg(args, target.run_config), _gen_cfg(args, args.num_generations, run_config=target.run_config)
     model, processor = load_policy(target.model_path, dtype=settings(args, target.run_config)["dtype"],
                                    device=args.device)
     store = None if args.no_db else _rollout_store(args, data, run_name, records, target)
@@ -169,8 +170,7 @@ def _rollout(args) -> int:
         if store:
             store.add(new)
     try:
-        run_rollouts(model, processor, records, frame_loader(data), _prompt_cfg(args, target.run_config),
-                     _gen_cfg(args, args.num_generations, run_config=target.run_config), done=done, batch_puzzles=args.batch_puzzles,
+        run_rollouts(model, processor, records, frame_loader(data), pcfg, gcfg, done=done, batch_puzzles=args.batch_puzzles,
                      on_batch=on_batch, progress=True, stats=stats)
     except BaseException:
         # keep what was generated; a rerun resumes after it
@@ -218,10 +218,11 @@ def _eval(args) -> int:
     target = resolve_target(args, data)
     apply_run_settings(args, target)
     _set_threads(args)
+    # built (and so checked) before the model loads: a bad flag is a one-line error, not a late traceback
+    pcfg, gcfg = _prompt_cfg(args, target.run_config), _gen_cfg(args, 1, greedy=args.greedy, run_config=target.run_config)
     model, processor = load_policy(target.model_path, dtype=settings(args, target.run_config)["dtype"],
                                    device=args.device)
-    report = evaluate(model, processor, records, frame_loader(data), _prompt_cfg(args, target.run_config),
-                      _gen_cfg(args, 1, greedy=args.greedy, run_config=target.run_config), progress=True)
+    report = evaluate(model, processor, records, frame_loader(data), pcfg, gcfg, progress=True)
     report["model"] = str(Path(target.model_path).resolve())
     if args.set:
         report["humans"] = _humans(args, data)

@@ -50,6 +50,12 @@ class PromptConfig:
     system: str | None = None
     extra: dict = field(default_factory=dict)   # passed through to the processor call
 
+    def __post_init__(self):
+        for name in ("min_pixels", "max_pixels"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise UserError(f"{name} must be a positive number of pixels, got {v!r}")
+
 
 def _as_puzzle(p) -> Puzzle:
     return p if isinstance(p, Puzzle) else Puzzle.from_dict(p)

@@ -46,10 +46,15 @@ class GenConfig:
     do_sample: bool = True
     seed: int = 0
 
+    def __post_init__(self):
+        if self.num_generations < 1:
+            raise UserError(f"num_generations must be >= 1, got {self.num_generations!r}")
+        self.sampler()      # checks the sampling settings now, before a model is loaded
+
     def sampler(self) -> SamplerSettings:
         """The generate settings; a checkpoint's generation_config is never consulted."""
         return SamplerSettings(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k or 0,
-                               min_p=self.min_p, repetition_penalty=self.repetition_penalty,
+                               min_p=self.min_p or 0.0, repetition_penalty=self.repetition_penalty,
                                do_sample=self.do_sample, max_new_tokens=self.max_new_tokens)
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from mvp_core.errors import UserError
+
 # Defaults shared by `mvp train`, `mvp rollout` and `mvp eval` (TRL's GRPOConfig defaults).
 DEFAULT_TEMPERATURE = 1.0
 DEFAULT_TOP_P = 1.0
@@ -33,6 +35,19 @@ class SamplerSettings:
     repetition_penalty: float = DEFAULT_REPETITION_PENALTY
     do_sample: bool = True
     max_new_tokens: int = 128
+
+    def __post_init__(self):
+        # the one place these ranges are checked (CLI flags, run configs and the UI all end here);
+        # transformers would otherwise fail mid-run with a traceback, or ignore top_p > 1
+        bad = [f"{name} must be {rule}, got {value!r}" for name, value, ok, rule in (
+            ("temperature", self.temperature, self.temperature > 0, "> 0"),
+            ("top_p", self.top_p, 0 < self.top_p <= 1, "in (0, 1]"),
+            ("top_k", self.top_k, self.top_k >= 0, ">= 0 (0: off)"),
+            ("min_p", self.min_p, 0 <= self.min_p < 1, "in [0, 1) (0: off)"),
+            ("repetition_penalty", self.repetition_penalty, self.repetition_penalty > 0, "> 0 (1: off)"),
+            ("max_new_tokens", self.max_new_tokens, self.max_new_tokens >= 1, ">= 1")) if not ok]
+        if bad:
+            raise UserError("; ".join(bad))
 
     @classmethod
     def from_config(cls, cfg, do_sample: bool = True) -> "SamplerSettings":
