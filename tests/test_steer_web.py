@@ -79,3 +79,35 @@ def test_rollouts_page_compares_steered_and_unsteered(web_app, browser, steer_ru
     page.wait_for_selector("#ro-steer-out .mvp-steer", timeout=180000)
     assert page.locator("#ro-steer-out .mvp-steer-energy tr").count() == 3
     ctx.close()
+
+
+@pytest.mark.parametrize("field,value,words", [
+    # past Gradio's own checks (an empty number is None; NaN compares false with the widget's bounds):
+    # SteerConfig's validation, one line naming the setting (these were a TypeError / a ValidationError)
+    ("eta", None, "eta must be a number"), ("eta", float("nan"), "eta must be a finite number"),
+    ("top_k", None, "top_k must be an integer, got None"),
+    # refused by Gradio's widget bounds and choices before the handler runs
+    ("eta", -1, "less than minimum value"), ("steps", 10 ** 9, "greater than maximum value"),
+    ("gate", "evil", "not in the list of choices")])
+def test_steer_compare_refuses_bad_settings_over_http(web_app, steer_run, field, value, words):
+    """The panel's event called over HTTP as the page calls it, with values its widgets would never
+    send: each is refused with one line, before a model is loaded."""
+    from fixtures_security import gradio_event, gradio_page_session, http_login
+    from fixtures_web import PASSWORDS
+    c = http_login(web_app.url, "rhea", PASSWORDS["rhea"])
+    session_hash, apis = gradio_page_session(c, "rollouts")
+    # pick the run as the page does (Gradio only accepts dropdown values among this session's choices)
+    ok, out = gradio_event(c, "rollouts", session_hash, apis["run_videos"], [f"{RUN}|base", None])
+    assert ok and out["data"][2]["value"] == steer_run, out
+    cfg = c.get("/rollouts/config").json()
+    ids = {comp.get("props", {}).get("elem_id"): comp["id"] for comp in cfg["components"]}
+    banks = next(d["id"] for d in cfg["dependencies"] if d["outputs"] == [ids["ro-steer-bank"]])
+    assert gradio_event(c, "rollouts", session_hash, banks, [])[0]          # the bank list, refreshed
+    good = {"eta": 0.5, "steps": 5, "top_k": 3, "gate": "off", "positions": "every"}
+    v = {**good, field: value}
+    ok, out = gradio_event(c, "rollouts", session_hash, apis["steer_compare"],
+                           [f"{RUN}|base", steer_run, "tiny-bank.pt", v["eta"], v["steps"], v["top_k"], v["gate"],
+                            v["positions"]])
+    assert not ok, out
+    err = out["error"]
+    assert words in err and "\n" not in err and "Traceback" not in err, err

@@ -81,11 +81,12 @@ def build_panel(ctx: WebContext, run: gr.Dropdown, puzzle: gr.Dropdown) -> None:
                 from mvp_core.steer.config import SteerConfig
                 if not run_id or not pid or bank_name not in bank_choices(ctx.data_dir):
                     return msg_html("choose a run, a puzzle and an energy bank first", "warn")
+                # the config's own validation (empty, NaN, 2.5 steps, out of range: one line), before any work
+                cfg = SteerConfig.from_values({"eta": eta_v, "steps": k_steps, "top_k": k_layers, "gate": gate_v,
+                                               "positions": pos_v or "every"})
                 with ctx.Session() as s:
                     rec, info = rd.record_seen(s, run_id, pid), rd.run_info(s, run_id)
                 model, proc = _policy(info["model_path"])
-                cfg = SteerConfig(eta=float(eta_v), steps=int(k_steps), top_k=int(k_layers), gate=gate_v,
-                                  positions=pos_v or "every")
                 res = compare_puzzle(model, proc, EnergyBank.load(ctx.data_dir / "steer" / bank_name), rec,
                                      frame_loader(ctx.data_dir), cfg)
                 return compare_html(res, rec["answer"])
