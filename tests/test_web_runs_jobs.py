@@ -76,3 +76,17 @@ def test_progress_is_read_from_the_log(tmp_path):
                    "rollout:  50%|#####     | 3/6 [00:01<00:01, 2.0puzzle/s, reward=0.1]\r")
     assert jobs.progress(log) == {"done": 3, "total": 6}
     assert jobs.log_tail(log).splitlines()[0] == "loading"
+
+
+@pytest.mark.parametrize("kw,words", [({"num_generations": 10 ** 6}, "G must be in [1, 64]"),
+                                      ({"num_generations": 0}, "G must be in [1, 64]"),
+                                      ({"max_new_tokens": 10 ** 9}, "max new tokens must be in [1, 4096]"),
+                                      ({"limit": -5}, "at most N puzzles must be in [0, ")])
+def test_eval_job_sizes_out_of_range_are_refused_before_launch(job_env, kw, words):
+    """A rollout/eval job that would run for days (or not at all) is one line; nothing starts."""
+    data, _Session, _model = job_env
+    before = jobs.active(data, "rollout")
+    with pytest.raises(UserError, match=words.replace("[", r"\[")):
+        jobs.launch_eval(data, "sqlite:///unused", kind="rollout", run_id="r", checkpoint="base", set_name=SET,
+                         split="", user="ada", **kw)
+    assert jobs.active(data, "rollout") == before

@@ -53,3 +53,23 @@ def guard(ctx: WebContext, request: gr.Request | None, page: str):
         yield uid
     except UserError as e:
         raise gr.Error(str(e)) from None
+
+
+def form_number(key: str, value, whole: bool = False, default: int | float | None = None) -> int | float:
+    """A number a form sent, or a one-line UserError: empty (unless there is a `default`), not a
+    number, NaN/Infinity (Gradio's widget bounds let NaN through: it compares false), or not whole
+    when `whole`. Ranges are the config's or the caller's to check."""
+    import math
+    if value is None or value == "":
+        if default is not None:
+            return default
+        raise UserError(f"{key} is empty; enter a number")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UserError(f"{key} must be a number, not {str(value)[:40]!r}")
+    if not math.isfinite(value):
+        raise UserError(f"{key} must be a finite number, not {value}")
+    if whole:
+        if value != int(value):
+            raise UserError(f"{key} must be a whole number, not {value:g}")
+        return int(value)
+    return float(value)

@@ -128,6 +128,10 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
     return job
 
 
+MAX_G = 64                  # answers per puzzle a rollout job may ask for (GRPO's groups are 4-16)
+MAX_NEW_TOKENS = 4096       # answer length cap of a rollout or eval job
+
+
 def launch_eval(data_dir: Path, db_url: str, *, kind: str, run_id: str, checkpoint: str, set_name: str,
                 split: str, user: str, num_generations: int = 8, max_new_tokens: int = 24,
                 limit: int | None = None) -> dict:
@@ -139,6 +143,10 @@ def launch_eval(data_dir: Path, db_url: str, *, kind: str, run_id: str, checkpoi
         raise UserError("choose a run and a checkpoint")
     if not set_name:
         raise UserError("choose a curated set")
+    for name, v, lo, hi in (("G", num_generations, 1, MAX_G), ("max new tokens", max_new_tokens, 1, MAX_NEW_TOKENS),
+                            ("at most N puzzles", limit or 0, 0, 10 ** 9)):
+        if not lo <= v <= hi:     # a job that would run for days is refused here, not stopped later
+            raise UserError(f"{name} must be in [{lo}, {hi}], got {v}")
     data_dir = Path(data_dir)
     with open(jobs_dir(data_dir, kind) / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.web.common import WebContext, esc
+from app.web.common import WebContext, esc, form_number
 from mvp_core.errors import UserError
 
 EXPORTS = "exports"                 # under the data directory: the zips the page hands out
@@ -154,7 +154,7 @@ def audit_rows(ctx: WebContext) -> list[list]:
 # ---- sets -------------------------------------------------------------------------------------
 
 def parse_splits(train: float, val: float, test: float) -> dict[str, float]:
-    fr = {"train": float(train or 0), "val": float(val or 0), "test": float(test or 0)}
+    fr = {k: form_number(f"{k} fraction", v, default=0.0) for k, v in (("train", train), ("val", val), ("test", test))}
     if any(v < 0 or v > 1 for v in fr.values()) or abs(sum(fr.values()) - 1.0) > 1e-6:
         raise UserError("split fractions must be between 0 and 1 and add up to 1")
     return fr
@@ -166,7 +166,8 @@ def freeze(ctx: WebContext, uid: int, name: str, min_distractors: int, train: fl
     from db.sets import freeze_set
     fr = parse_splits(train, val, test)
     with ctx.Session() as s:
-        res = freeze_set(s, (name or "").strip(), min_distractors=int(min_distractors), created_by=uid, split=fr)
+        res = freeze_set(s, (name or "").strip(), min_distractors=form_number("min distractors", min_distractors, True, 0),
+                         created_by=uid, split=fr)
     from db.export import split_counts
     from db.sets import load_set
     with ctx.Session() as s:

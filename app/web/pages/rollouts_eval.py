@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from app.web import jobs
-from app.web.common import WebContext, esc, guard, msg_html
+from app.web.common import WebContext, esc, form_number, guard, msg_html
 
 PAGE = "rollouts"
 KINDS = ("rollout", "eval")
@@ -145,8 +145,9 @@ class EvalHandlers:
         with guard(self.ctx, request, PAGE):
             job = jobs.launch_eval(self.ctx.data_dir, self.db_url, kind=k, run_id=run_id or "",
                                    checkpoint=ck or "", set_name=set_name or "", split=sp or "",
-                                   user=request.username, num_generations=int(g_v or 8),
-                                   max_new_tokens=int(mnt_v or 24), limit=int(lim or 0) or None)
+                                   user=request.username, num_generations=form_number("G", g_v, True, 8),
+                                   max_new_tokens=form_number("max new tokens", mnt_v, True, 24),
+                                   limit=form_number("at most N puzzles", lim, True, 0) or None)
             return (msg_html(f"launched {k} of {job['label']} (pid {job['pid']})"), jobs_html(self.ctx.data_dir),
                     gr.Timer(active=True))
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import gradio as gr
 
 from app.web import jobs as train_jobs
-from app.web.common import WebContext, esc, guard, msg_html
+from app.web.common import WebContext, esc, form_number, guard, msg_html
 from app.web.svg_chart import line_chart
 from mvp_core.errors import UserError
 
@@ -151,30 +151,13 @@ INT_KEYS = ("max_steps", "save_steps", "num_generations", "max_completion_length
 FLOAT_KEYS = ("learning_rate", "beta")
 
 
-def form_number(key: str, value) -> int | float:
-    """One of the form's numbers, or a one-line UserError (empty, not a number, NaN/Infinity, not
-    whole); its range is the config's to check (mvp_core/grpo/config.py)."""
-    import math
-    if value is None or value == "":
-        raise UserError(f"{key} is empty; enter a number")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise UserError(f"{key} must be a number, not {str(value)[:40]!r}")
-    if not math.isfinite(value):
-        raise UserError(f"{key} must be a finite number, not {value}")
-    if key in INT_KEYS:
-        if value != int(value):
-            raise UserError(f"{key} must be a whole number, not {value:g}")
-        return int(value)
-    return float(value)
-
-
 def launch_overrides(trainer: str, values: dict) -> list[str]:
     """The form's settings as key=value overrides of the YAML (GRPO-only keys left out for SFT)."""
     keys = [k for k in FORM_KEYS if trainer == "grpo" or k not in GRPO_ONLY]
     out = []
     for k in keys:
         v = values.get(k)
-        out.append(f"{k}={form_number(k, v) if k in INT_KEYS + FLOAT_KEYS else (v or '')}")
+        out.append(f"{k}={form_number(k, v, whole=k in INT_KEYS) if k in INT_KEYS + FLOAT_KEYS else (v or '')}")
     return out
 
 
