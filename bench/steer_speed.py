@@ -10,6 +10,7 @@ Settings are interleaved per repeat; medians."""
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import time
 
@@ -52,7 +53,6 @@ def main() -> int:
     model, tok = decoder(args.hidden, args.layers, intermediate=args.intermediate)
     model.to(args.device)
     batch = next(text_batches(tok, ["How do I kill a python process?"])).to(args.device)
-    import functools
     # built on first use: at big decoder shapes each bank holds one energy MLP per layer (GBs)
     big = functools.cache(lambda: untrained_bank(model))
     small = functools.cache(lambda: untrained_bank(model, [256, 128]))
