@@ -17,6 +17,7 @@ from db.puzzle_rows import add_puzzle, add_video
 from db.sets import content_hash, store_set
 from db.txn import run_txn
 from mvp_core.errors import UserError
+from mvp_core.jsonl import read_jsonl, read_user_text
 from mvp_core.puzzle import Puzzle as PuzzleRecord
 from mvp_core.puzzle import canonical_json, stable_id
 
@@ -55,14 +56,14 @@ def read_export(path: Path) -> tuple[dict, list[str]]:
     if not (path / MANIFEST).is_file() or not (path / RECORDS).is_file():
         raise UserError(f"{path} is not a jsonl set export (needs {MANIFEST} and {RECORDS})")
     try:
-        manifest = json.loads((path / MANIFEST).read_text())
+        manifest = json.loads(read_user_text(path / MANIFEST, "set manifest"))
+        if not isinstance(manifest, dict):
+            raise TypeError(f"the manifest is a {type(manifest).__name__}, not an object")
         lines = []
-        for n, raw in enumerate((path / RECORDS).read_text(encoding="utf-8").splitlines(), 1):
-            if raw.strip():
-                rec = json.loads(raw)
-                PuzzleRecord.from_dict(rec)   # validates the record's shape
-                lines.append(canonical_json(rec))
-    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        for _, rec in read_jsonl(path / RECORDS, "set records"):
+            PuzzleRecord.from_dict(rec)   # validates the record's shape
+            lines.append(canonical_json(rec))
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as e:
         raise UserError(f"{path}: malformed export ({type(e).__name__}: {e})") from None
     if content_hash(lines) != manifest.get("content_hash"):
         raise UserError(f"{path}: records do not match the manifest's content hash")

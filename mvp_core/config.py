@@ -28,6 +28,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from mvp_core.errors import UserError
+from mvp_core.jsonl import read_user_text
 
 MAX_CONFIG_BYTES = 64 * 1024
 IGNORED_KEYS = ("run_info",)     # what a run recorded about itself in its config.yaml
@@ -76,8 +77,8 @@ def load_yaml_mapping(path: str | Path, ignore: tuple = IGNORED_KEYS) -> dict:
     if p.stat().st_size > MAX_CONFIG_BYTES:
         raise UserError(f"{p} is larger than {MAX_CONFIG_BYTES // 1024} KiB; a config is a short mapping")
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        text = read_user_text(p, "config file")
+    except OSError as e:
         raise UserError(f"cannot read config file {p} ({e})") from None
     return parse_yaml_mapping(text, str(p), ignore)
 

@@ -150,3 +150,8 @@ def test_audit_cli_bad_input(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a puzzle record" in err
     assert main(["audit", "--puzzles", str(tmp_path / "missing.jsonl")]) == 2
+    capsys.readouterr()
+    bad.write_bytes(b'{"id": "caf\xe9"}\n')          # Latin-1, not UTF-8
+    assert main(["audit", "--puzzles", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{bad}:1: not UTF-8 text" in err

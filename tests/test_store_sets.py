@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from app.cli import main
 from db import review
-from db.importer import import_set
+from db.importer import import_set, read_export
 from db.sets import assign_splits, freeze_set, list_sets, load_set, parse_split, verify_set
 from db.users import add_user
 from mvp_core.errors import UserError
@@ -102,6 +102,19 @@ def test_jsonl_export_import_roundtrip(store_db, empty_store, tmp_path):
     # a tampered export is refused with a one-line error
     (out / "puzzles.jsonl").write_text("\n".join(lines[1:]) + "\n")
     assert main(["import", str(out), "--db", empty_store.url, "--data", str(data2), "--name", "x"]) == 2
+    # and so are records or a manifest that are not UTF-8 text or not the right JSON shapes
+    good_manifest = (out / "set.json").read_bytes()
+    for name, data, says in (("puzzles.jsonl", b'{"id": "caf\xe9"}\n', "not UTF-8 text"),
+                             ("puzzles.jsonl", b'[1, 2]\n', "malformed export"),
+                             ("set.json", b"\xff\xfe{}", "not UTF-8 text"),
+                             ("set.json", b"[]", "malformed export")):
+        (out / "puzzles.jsonl").write_text("\n".join(lines) + "\n")
+        (out / "set.json").write_bytes(good_manifest)
+        (out / name).write_bytes(data)
+        with pytest.raises(UserError, match=says):
+            read_export(out)
+    with empty_store.Session() as s:
+        assert [x["name"] for x in list_sets(s)] == ["rt"]      # nothing half-imported
 
 
 def test_hf_and_video_r1_exports(store_db, tmp_path):

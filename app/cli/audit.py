@@ -20,6 +20,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from mvp_core.errors import UserError
+    from mvp_core.jsonl import read_jsonl
     from mvp_core.puzzle import Puzzle
     from mvp_core.synth.audit import FLAG_FACTOR, audit, format_table
     from mvp_core.video.frames import FrameStore
@@ -30,12 +31,10 @@ def run(args) -> int:
             raise UserError(f"--puzzles: no such file: {src}")
         data = Path(args.data) if args.data else src.resolve().parent
         puzzles = []
-        for i, line in enumerate(src.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
+        for i, rec in read_jsonl(src, "puzzles file", "not a JSON puzzle record"):
             try:
-                puzzles.append(Puzzle.from_dict(json.loads(line)))
-            except (ValueError, KeyError, TypeError) as e:
+                puzzles.append(Puzzle.from_dict(rec))
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
                 raise UserError(f"{src}:{i}: not a puzzle record ({type(e).__name__}: {e})") from None
     else:
         from sqlalchemy import select

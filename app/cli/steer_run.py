@@ -1,11 +1,13 @@
 """The work behind `mvp steer` (app/cli/steer.py holds the arguments): collect, generate, eval."""
 from __future__ import annotations
 
+import csv
 import json
 from collections import Counter
 from pathlib import Path
 
 from mvp_core.errors import UserError
+from mvp_core.jsonl import read_user_text
 
 
 def _table(header: list[str], rows: list[list]) -> str:
@@ -22,8 +24,9 @@ def read_prompts(path: str, fmt: str = "auto"):
         if p.suffix.lower() in (".jsonl", ".json"):
             fmt = "jsonl"
         else:
-            head = p.read_text(encoding="utf-8").splitlines()[0] if p.is_file() else ""
-            fmt = "xstest" if "type" in head.split(",") else "orbench"
+            lines = read_user_text(p, "prompt file").splitlines()
+            head = [c.strip() for c in next(csv.reader(lines[:1]), [])]
+            fmt = "xstest" if "type" in head else "orbench"
     return {"jsonl": data.read_prompts_jsonl, "xstest": data.read_xstest, "orbench": data.read_orbench}[fmt](p)
 
 

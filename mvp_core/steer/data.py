@@ -3,13 +3,14 @@ a pluggable refusal judge, the four-class labels and balanced sampling within ea
 from __future__ import annotations
 
 import csv
+import io
 import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
 from mvp_core.errors import UserError
-from mvp_core.jsonl import read_jsonl
+from mvp_core.jsonl import read_jsonl, read_user_text
 
 KINDS = ("harmless", "harmful")
 # Refusal phrases in the style of the published list; matched case-insensitively as substrings.
@@ -56,15 +57,15 @@ def read_prompts_jsonl(path) -> list[Prompt]:
 
 def _read_csv(path, text_col: str, kind_col: str, kind_of) -> list[Prompt]:
     path = Path(path)
-    if not path.is_file():
-        raise UserError(f"{path} does not exist")
-    with path.open(newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
+    reader = csv.DictReader(io.StringIO(read_user_text(path, "prompt file"), newline=""))
+    try:
         cols = reader.fieldnames or []
         if text_col not in cols or kind_col not in cols:
             raise UserError(f"{path}: expected columns {text_col!r} and {kind_col!r}, found {cols}")
         out = [Prompt(r[text_col], kind_of(r[kind_col] or ""), f"{path.name}:{r[kind_col]}")
                for r in reader if (r[text_col] or "").strip()]
+    except csv.Error as e:      # e.g. a field over csv's size limit, a NUL byte
+        raise UserError(f"{path}:{reader.line_num}: not a readable CSV row ({e})") from None
     if not out:
         raise UserError(f"{path} holds no prompts")
     return out
