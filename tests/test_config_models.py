@@ -54,7 +54,7 @@ def test_huge_and_unreadable_files_are_refused(tmp_path):
     with pytest.raises(UserError, match="larger than 64 KiB"):
         parse_yaml_mapping("x: 1\n" * (MAX_CONFIG_BYTES // 4), "the form")
     (tmp_path / "bin.yaml").write_bytes(b"\xff\xfe\x00max_steps: 3")
-    with pytest.raises(UserError, match="cannot read config file"):
+    with pytest.raises(UserError, match=r"bin.yaml:1: not UTF-8 text \(byte 0xff at offset 0\); is this the config file"):
         load_config(tmp_path / "bin.yaml")
 
 
