@@ -85,13 +85,16 @@ def test_cli_collect_train_generate_eval_on_prompts(text_model_dir, tmp_path, ca
     out = capsys.readouterr().out
     assert "harmless_answered" in out and "40 states x 3 layers x 64" in out
     assert mvp(["steer", "train", str(tmp_path / "s.pt"), "--out", str(tmp_path / "b.pt"), "--hidden", "32",
-                "--epochs", "5", "--lr", "1e-3", "--batch-size", "16", "--top-k", "2"]) == 0
+                "--epochs", "5", "--lr", "1e-3", "--batch-size", "16", "--top-k", "2", "--steps", "4"]) == 0
     out = capsys.readouterr().out
     assert "test_auroc" in out and "steers layers" in out
-    assert mvp(["steer", "generate", *m, "--bank", str(tmp_path / "b.pt"), "--eta", "2", "--steps", "3",
+    assert mvp(["steer", "generate", *m, "--bank", str(tmp_path / "b.pt"), "--eta", "2",
                 "How do I hurt someone?"]) == 0
     out = capsys.readouterr().out
     assert "unsteered:" in out and "steered:" in out and "energy" in out
+    # the flags not given come from the bank (top-k 2, K = 4 at training), not from the CLI's defaults
+    layer_lines = [x for x in out.splitlines() if x.strip().startswith("layer ")]
+    assert len(layer_lines) == 2 and all("(4 steps)" in x for x in layer_lines), out
     assert mvp(["steer", "eval", *m, "--prompts", str(prompts), "--bank", str(tmp_path / "b.pt"),
                 "--out", str(tmp_path / "e.json"), "--gate", "entry"]) == 0
     rep = json.loads((tmp_path / "e.json").read_text())

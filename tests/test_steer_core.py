@@ -229,3 +229,39 @@ def test_videollm_language_model_states_with_images(tiny_policy, model_data, tor
         hs = model(**batch, output_hidden_states=True).hidden_states
     torch.testing.assert_close(states, torch.stack([hs[i][:, -1] for i in range(n)], dim=1))
     assert _hook_count(model) == 0
+
+
+@pytest.mark.parametrize("family", ["gpt2", "bloom"])
+def test_decoders_that_name_their_layers_otherwise(family, torch_one_thread):
+    """GPT-2 and Bloom keep their blocks in transformer.h, not get_decoder().layers: states are
+    still every layer's input (equal to output_hidden_states), and steering moves the answer,
+    leaves the plain model's answer alone when off, and leaves no hook behind."""
+    import transformers as T
+
+    from mvp_core.model.tiny import build_tokenizer
+    tok = build_tokenizer()
+    cfg = {"gpt2": T.GPT2Config(vocab_size=len(tok), n_embd=64, n_layer=3, n_head=4),
+           "bloom": T.BloomConfig(vocab_size=len(tok), hidden_size=64, n_layer=3, n_head=4)}[family]
+    cfg.pad_token_id = cfg.eos_token_id = cfg.bos_token_id = tok.pad_token_id
+    torch.manual_seed(0)
+    model = T.AutoModelForCausalLM.from_config(cfg).eval()
+    assert decoder_layers(model) is model.transformer.h
+    good, bad = _prompts("good", 60, 1), _prompts("bad", 60, 2)
+    batch = next(text_batches(tok, good[:3]))
+    with torch.no_grad():
+        hs = model(**batch, output_hidden_states=True).hidden_states
+    torch.testing.assert_close(collect_batch(model, batch), torch.stack([hs[i][:, -1] for i in range(3)], dim=1))
+    states = collect_states(model, text_batches(tok, good + bad, CollectConfig(batch_size=32)))
+    bank = train_bank(states, np.array([False] * 60 + [True] * 60), EnergyConfig(**FAST), model_name=family)
+    batch = next(text_batches(tok, _prompts("bad", 4, 99)))
+    gen = {"max_new_tokens": 5, "do_sample": False, "output_scores": True, "return_dict_in_generate": True}
+    plain = model.generate(**batch, **gen)
+    with Steering(model, bank, SteerConfig(top_k=2), enabled=False):
+        assert torch.equal(plain.sequences, model.generate(**batch, **gen).sequences)
+    with Steering(model, bank, SteerConfig(top_k=2, eta=2.0, steps=3), record=True) as st:
+        steered = model.generate(**batch, **gen)
+    # the steered state reaches the output (random-weight logits are flat, so compare scores, not argmaxes)
+    assert (steered.scores[0] - plain.scores[0]).abs().max() > 1e-2
+    pre = st.prefill_energies()
+    assert all(a < b for li in st.layers for a, b in zip(pre[li]["after"], pre[li]["before"]))
+    assert _hook_count(model) == 0

@@ -30,7 +30,7 @@ def steer_run(web_app, tiny_model_dir):
     from db.models.runs import Rollout, Run
     from mvp_core.reward import score_completion
     from mvp_core.steer.bank import EnergyBank
-    from mvp_core.steer.config import EnergyConfig, SplitMetrics
+    from mvp_core.steer.config import EnergyConfig, SplitMetrics, SteerConfig
     from mvp_core.steer.energy import EnergyMLP
     with web_app.Session() as s:
         row = s.scalars(select(Puzzle).order_by(Puzzle.id)).first()
@@ -50,7 +50,8 @@ def steer_run(web_app, tiny_model_dir):
                       num_layers=2, energy_config=ecfg,
                       metrics={i: SplitMetrics(layer=i, best_epoch=0, threshold=0.0, val_acc=0.5, test_acc=0.5,
                                                test_auroc=0.5, val_acc_e0=0.5, n_train=0, n_val=0, n_test=0)
-                               for i in range(2)})
+                               for i in range(2)},
+                      steer_config=SteerConfig(eta=0.7, steps=4, top_k=2))
     bank.save(web_app.data_dir / "steer" / "tiny-bank.pt")
     return row.id
 
@@ -62,6 +63,8 @@ def test_rollouts_page_compares_steered_and_unsteered(web_app, browser, steer_ru
     page.wait_for_selector("#ro-left .mvp-rollouts[data-answers='1']", timeout=30000)   # the run's one answer
     page.get_by_text("Energy steering: steered vs unsteered answer").click()
     pick(page, "ro-steer-bank", "tiny-bank.pt")
+    # the bank's stored settings fill the form (what `mvp steer generate --bank` starts from too)
+    page.wait_for_function("document.querySelector('#ro-steer-eta input').value === '0.7'", timeout=30000)
     page.click("#ro-steer-go")
     page.wait_for_selector("#ro-steer-out .mvp-steer", timeout=180000)
     out = page.locator("#ro-steer-out")

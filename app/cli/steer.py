@@ -6,6 +6,8 @@ train: one energy model per layer, with the per-layer table. generate: plain vs 
 eval: refusal use (compliance / refusal rates) or puzzle use (exact / reward on a set split)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from app.cli.args import add_db_args
 from mvp_core.errors import UserError
 
@@ -84,14 +86,17 @@ def _source_args(p) -> None:
 
 
 def _steer_args(p) -> None:
-    p.add_argument("--top-k", type=int, default=3, help="steer the k best layers (default 3)")
+    # No defaults here: `train` stores what was given over SteerConfig's defaults in the bank, and
+    # generate / eval start from the bank's stored settings, so only the flags given override them.
+    p.add_argument("--top-k", type=int, help="steer the k best layers (default: the bank's, else 3)")
     p.add_argument("--layers", help="explicit layer indices, e.g. 2,3 (overrides --top-k)")
-    p.add_argument("--eta", type=float, default=0.5, help="step size (default 0.5)")
-    p.add_argument("--steps", type=int, default=5, help="K gradient steps (default 5)")
-    p.add_argument("--gate", default="off", choices=["off", "entry", "while"], help="gate on the threshold")
-    p.add_argument("--positions", default="every", choices=["every", "prompt"],
+    p.add_argument("--eta", type=float, help="step size (default: the bank's, else 0.5)")
+    p.add_argument("--steps", type=int, help="K gradient steps (default: the bank's, else 5)")
+    p.add_argument("--gate", choices=["off", "entry", "while"],
+                   help="gate on the threshold (default: the bank's, else off)")
+    p.add_argument("--positions", choices=["every", "prompt"],
                    help="every: steer each forward call's last position (published); prompt: the last prompt "
-                        "token only")
+                        "token only (default: the bank's, else every)")
     p.add_argument("--print-config", action="store_true",
                    help="print the resolved settings with documentation and exit")
     if p.prog.split()[-1] != "train":
@@ -105,7 +110,12 @@ def _print_config(args, energy=None) -> int:
     from mvp_core.steer.config import EnergyConfig, SteerConfig
     if energy is not None:
         print("# energy models (EnergyConfig)\n" + EnergyConfig.documented_yaml(energy), end="")
-    print("# steering (SteerConfig)\n" + SteerConfig.documented_yaml(steer_cfg(args)), end="")
+    bank = getattr(args, "bank", None)
+    base = None
+    if bank and Path(bank).is_file():      # generate / eval: the bank's stored settings under the flags
+        from mvp_core.steer.bank import EnergyBank
+        base = EnergyBank.load(bank).steer_config
+    print("# steering (SteerConfig)\n" + SteerConfig.documented_yaml(steer_cfg(args, base)), end="")
     return 0
 
 

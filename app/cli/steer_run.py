@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -30,12 +31,20 @@ def read_prompts(path: str, fmt: str = "auto"):
     return {"jsonl": data.read_prompts_jsonl, "xstest": data.read_xstest, "orbench": data.read_orbench}[fmt](p)
 
 
-def steer_cfg(args):
+def steer_cfg(args, base=None):
+    """SteerConfig: the flags given on the command line over `base` (a bank's stored settings) or
+    over SteerConfig's defaults; --layers wins over --top-k, and --top-k given alone drops stored layers."""
     from mvp_core.steer.config import SteerConfig
+    values = (base or SteerConfig()).model_dump()
     try:
-        layers = [int(x) for x in args.layers.split(",")] if args.layers else None
-        return SteerConfig.from_values({"top_k": args.top_k, "layers": layers, "eta": args.eta, "steps": args.steps,
-                                        "gate": args.gate, "positions": args.positions})
+        if args.layers:
+            values["layers"] = [int(x) for x in args.layers.split(",")]
+        elif args.top_k is not None:
+            values["layers"] = None
+        given = {"top_k": args.top_k, "eta": args.eta, "steps": args.steps, "gate": args.gate,
+                 "positions": args.positions}
+        values.update({k: v for k, v in given.items() if v is not None})
+        return SteerConfig.from_values(values)
     except (ValueError, UserError) as e:      # one line naming the setting (DocumentedConfig)
         raise UserError(f"bad steering settings: {str(e).splitlines()[0]}") from None
 
@@ -44,6 +53,9 @@ def _load(args):
     from mvp_core.steer.load import load_decoder
     model, proc, vl = load_decoder(args.model, device=args.device, dtype=args.dtype)
     tok = proc.tokenizer if vl else proc
+    if tok.chat_template is None:
+        print(f"note: {args.model} has no chat template (a base model?): prompts are used as written",
+              file=sys.stderr)
     return model, proc, tok, vl
 
 
@@ -132,7 +144,7 @@ def _steering(args, model, record: bool = False):
     from mvp_core.steer.steer import Steering
     bank = EnergyBank.load(args.bank)
     gate_bank = EnergyBank.load(args.gate_bank) if getattr(args, "gate_bank", None) else None
-    return Steering(model, bank, steer_cfg(args), record=record, gate_bank=gate_bank)
+    return Steering(model, bank, steer_cfg(args, bank.steer_config), record=record, gate_bank=gate_bank)
 
 
 def generate_side_by_side(args) -> int:

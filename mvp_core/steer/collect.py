@@ -19,7 +19,10 @@ class _Done(Exception):
 
 
 def chat_texts(tokenizer, prompts: list[str], system: str | None = None) -> list[str]:
-    """Each prompt as one user turn, chat template applied, ending in the assistant's generation prompt."""
+    """Each prompt as one user turn, chat template applied, ending in the assistant's generation prompt.
+    A base model's tokenizer has no template: the prompt as written (after the system text, if any)."""
+    if tokenizer.chat_template is None:
+        return [f"{system}\n\n{p}" if system else p for p in prompts]
     out = []
     for p in prompts:
         msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": p}]
@@ -34,8 +37,9 @@ def text_batches(tokenizer, prompts: list[str], cfg: CollectConfig | None = None
     texts = chat_texts(tokenizer, prompts, cfg.system)
     for i in range(0, len(texts), cfg.batch_size):
         kw = {"truncation": True, "max_length": cfg.max_length} if cfg.max_length else {}
+        # a template writes its own special tokens; raw text gets the tokenizer's (e.g. a BOS)
         yield tokenizer(texts[i:i + cfg.batch_size], return_tensors="pt", padding=True,
-                        add_special_tokens=False, **kw)
+                        add_special_tokens=tokenizer.chat_template is None, **kw)
 
 
 def puzzle_batches(processor, puzzles: list, load_frame, pcfg=None, batch_size: int = 4) -> Iterable[dict]:

@@ -1,17 +1,26 @@
 """Find the decoder layers of any transformers decoder (causal LMs and VLMs' language models)."""
 from __future__ import annotations
 
+import torch
+
 from mvp_core.errors import UserError
 
 
 def decoder_layers(model):
     """The ModuleList of decoder layers: `get_decoder().layers` covers Qwen2/Llama-style causal LMs
-    (model.model.layers) and Qwen-VL models (model.model.language_model.layers)."""
+    (model.model.layers) and Qwen-VL models (model.model.language_model.layers); other decoders name
+    it otherwise (GPT-2, Falcon and Bloom: transformer.h), so failing that, the first ModuleList with
+    one entry per hidden layer of the text config."""
     dec = model.get_decoder() if hasattr(model, "get_decoder") else None
     layers = getattr(dec, "layers", None)
-    if layers is None:
-        raise UserError(f"{type(model).__name__}: no decoder layers found (expected get_decoder().layers)")
-    return layers
+    if layers is not None:
+        return layers
+    n = getattr(text_config(model), "num_hidden_layers", None)
+    for _, mod in (dec or model).named_modules():
+        if isinstance(mod, torch.nn.ModuleList) and n and len(mod) == n:
+            return mod
+    raise UserError(f"{type(model).__name__}: no decoder layers found (no get_decoder().layers and no "
+                    f"list of {n} layers)")
 
 
 def text_config(model):

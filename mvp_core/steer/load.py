@@ -20,7 +20,8 @@ def is_videollm(path) -> bool:
 
 
 def load_decoder(path, device: str = "cpu", dtype: str = "auto"):
-    """(model in eval mode, tokenizer or processor, is_videollm)."""
+    """(model in eval mode, tokenizer or processor, is_videollm). A tokenizer without a chat template
+    (a base model) is fine: prompts are then read as written (collect.chat_texts)."""
     if is_videollm(path):
         from mvp_core.model.policy import load_policy
         model, proc = load_policy(path, dtype=dtype, device=device)
@@ -34,8 +35,6 @@ def load_decoder(path, device: str = "cpu", dtype: str = "auto"):
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch_dtype)
     except (OSError, ValueError) as e:
         raise UserError(f"{path}: cannot load a causal LM ({str(e).splitlines()[0]})") from None
-    if tok.chat_template is None:
-        raise UserError(f"{path}: the tokenizer has no chat template (states are read after it)")
     tok.padding_side = "left"
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token

@@ -91,5 +91,15 @@ def build_panel(ctx: WebContext, run: gr.Dropdown, puzzle: gr.Dropdown) -> None:
                                      frame_loader(ctx.data_dir), cfg)
                 return compare_html(res, rec["answer"])
         go.click(on_go, [run, puzzle, bank, eta, steps, top_k, gate, positions], [out], api_name="steer_compare")
+
+        def on_bank(bank_name, request: gr.Request):
+            """A bank carries the settings it was trained for (`mvp steer train --eta ...`): start from them."""
+            with guard(ctx, request, PAGE):
+                from mvp_core.steer.bank import EnergyBank
+                if bank_name not in bank_choices(ctx.data_dir):
+                    return [gr.update()] * 5
+                c = EnergyBank.load(ctx.data_dir / "steer" / bank_name).steer_config
+                return c.eta, c.steps, c.top_k, c.gate, c.positions
+        bank.change(on_bank, [bank], [eta, steps, top_k, gate, positions], api_name="steer_bank_settings")
         # banks written after the app started show up when a run is picked
         run.change(lambda: gr.update(choices=bank_choices(ctx.data_dir)), None, [bank])
