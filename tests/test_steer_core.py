@@ -265,3 +265,15 @@ def test_decoders_that_name_their_layers_otherwise(family, torch_one_thread):
     pre = st.prefill_energies()
     assert all(a < b for li in st.layers for a, b in zip(pre[li]["after"], pre[li]["before"]))
     assert _hook_count(model) == 0
+
+
+def test_a_base_model_without_chat_template_reads_prompts_as_written():
+    from mvp_core.model.tiny import build_tokenizer
+    from mvp_core.steer.collect import chat_texts
+    tok = build_tokenizer()
+    templated = chat_texts(tok, ["Frame 3: the rabbit"])[0]
+    tok.chat_template = None
+    assert chat_texts(tok, ["Frame 3: the rabbit"]) == ["Frame 3: the rabbit"] != [templated]
+    assert chat_texts(tok, ["hi"], system="Be brief.") == ["Be brief.\n\nhi"]
+    batch = next(text_batches(tok, ["Frame 3: the rabbit", "a"]))
+    assert batch["input_ids"][0].tolist() == tok("Frame 3: the rabbit")["input_ids"]   # left-padded rows
