@@ -72,6 +72,15 @@ def test_only_media_files_are_served(sec_server, sec_data):
         assert r.status_code == 403 and b"SQLite format" not in r.content
     finally:
         link.unlink()
+    # a file in frames/ that is no image: its thumbnail is a one-line 415, not a server error
+    junk = data / "frames" / "junk.jpg"
+    junk.write_bytes(b"\x00not a jpeg" * 100)
+    try:
+        r = admin.get("/thumb/frames/junk.jpg")
+        assert r.status_code == 415 and "not a readable image" in r.json()["error"], (r.status_code, r.text)
+        assert not list((data / "thumbs").rglob(".junk.jpg*"))        # no half-written thumbnail left
+    finally:
+        junk.unlink()
     print(f"{len(set(served))} media files served, {len(set(refused))} other files refused")
 
 

@@ -30,7 +30,12 @@ MEDIA_DIRS: dict[str, frozenset[str]] = {
 
 
 class PathRefused(UserError):
-    """The requested path is not a media file under the data directory."""
+    """The requested path is not a media file under the data directory (HTTP `status`: 403 refused,
+    404 missing, 415 a frame file that is no image)."""
+
+    def __init__(self, msg: str, status: int = 403):
+        super().__init__(msg)
+        self.status = status
 
 
 def _media_dir_of(rel: PurePosixPath) -> str | None:
@@ -56,7 +61,7 @@ def safe_path(data_dir: Path, rel: str) -> Path:
     try:
         real = (root / rel).resolve(strict=True)
     except (FileNotFoundError, NotADirectoryError, RuntimeError, OSError):
-        raise PathRefused(f"no such file under the data directory: {rel!r}") from None
+        raise PathRefused(f"no such file under the data directory: {rel!r}", 404) from None
     media_root = (root / media).resolve()
     if media_root not in real.parents or real.suffix.lower() not in MEDIA_DIRS[media]:
         raise PathRefused(f"refused path {rel!r}: it leads outside the {media}/ folder")
@@ -72,11 +77,13 @@ def frame_url(uri: str, thumb: bool = True) -> str:
 
 def thumbnail(data_dir: Path, rel: str, side: int = THUMB_SIDE) -> Path:
     """A cached, smaller JPEG of a frame (written once under data/thumbs/ by the frame store)."""
-    from mvp_core.video.frames import FrameStore
+    from mvp_core.video.frames import FrameStore, NotAnImage
     if not rel.startswith("frames/"):
         raise PathRefused(f"refused path {rel!r}: only frames have thumbnails")
     safe_path(data_dir, rel)                 # the same refusals as for the original
     try:
         return FrameStore(data_dir).thumbnail(rel, side)
+    except NotAnImage as e:                  # a file in frames/ that is no image
+        raise PathRefused(str(e), 415) from None
     except ValueError as e:                  # not under frames/: only frames get thumbnails
         raise PathRefused(str(e)) from None

@@ -158,7 +158,7 @@ def _add_file_routes(app: FastAPI, data: Path) -> None:
         try:
             real = thumbnail(data, path) if thumb else safe_path(data, path)
         except PathRefused as e:
-            return JSONResponse({"error": str(e)}, status_code=404 if "no such file" in str(e) else 403)
+            return JSONResponse({"error": str(e)}, status_code=e.status)
         # Frames are content-addressed (the name is the hash), so the browser may keep them.
         return FileResponse(real, headers={"Cache-Control": "private, max-age=86400"})
 

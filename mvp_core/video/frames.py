@@ -28,6 +28,10 @@ def uri_for(data: bytes) -> str:
     return f"frames/{h[:2]}/{h}.jpg"
 
 
+class NotAnImage(ValueError):
+    """A file in the frame store that PIL cannot read as an image (or refuses as a decompression bomb)."""
+
+
 class FrameStore:
     def __init__(self, data_dir: str | os.PathLike):
         self.root = Path(data_dir).resolve()
@@ -58,8 +62,11 @@ class FrameStore:
 
     def load(self, uri: str) -> np.ndarray:
         from PIL import Image
-        with Image.open(self.path(uri)) as im:
-            return np.array(im.convert("RGB"))  # writable: torch warns on read-only arrays
+        try:
+            with Image.open(self.path(uri)) as im:
+                return np.array(im.convert("RGB"))  # writable: torch warns on read-only arrays
+        except Image.DecompressionBombError as e:   # not an OSError: callers catch ValueError for bad uris/files
+            raise NotAnImage(f"frame {uri!r}: {e}") from None
 
     def thumbnail(self, uri: str, max_side: int = THUMB_SIDE) -> Path:
         """A cached smaller JPEG for filmstrips; stored beside the frame store."""
@@ -68,9 +75,15 @@ class FrameStore:
         dst = self.root / "thumbs" / str(max_side) / src.name
         if not dst.exists():
             dst.parent.mkdir(parents=True, exist_ok=True)
-            with Image.open(src) as im:
-                im.thumbnail((max_side, max_side))
-                tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
-                im.convert("RGB").save(tmp, format="JPEG", quality=85)
-                os.replace(tmp, dst)
+            tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+            try:
+                with Image.open(src) as im:
+                    im.thumbnail((max_side, max_side))
+                    im.convert("RGB").save(tmp, format="JPEG", quality=85)
+            except FileNotFoundError:
+                raise
+            except (OSError, Image.DecompressionBombError) as e:   # a file in frames/ that is no image
+                tmp.unlink(missing_ok=True)
+                raise NotAnImage(f"frame {uri!r} is not a readable image ({str(e).splitlines()[0]})") from None
+            os.replace(tmp, dst)
         return dst
