@@ -108,6 +108,10 @@ def bad_corpus(tmp_path_factory, sample_videos) -> tuple[Path, dict[str, str]]:
     subprocess.run([ffmpeg(), "-y", "-loglevel", "error", "-i", str(plain), "-c:v", "libvpx-vp9", "-deadline", "realtime",
                     "-cpu-used", "8", "-b:v", "500k", str(d / "clip.webm")], check=True); exp["clip.webm"] = "puzzles"
     os.mkfifo(d / "hang.mp4"); exp["hang.mp4"] = "skip:is a FIFO (named pipe), not a regular file"
+    # names Linux allows: a newline (a good video), and bytes that are not UTF-8, which no database
+    # text column can hold (reported in the summary, no row: tests/test_synth_bad_inputs.py)
+    shutil.copy(sample_videos["bikes"], d / "new\nline.mp4"); exp["new\nline.mp4"] = "puzzles"
+    shutil.copy(sample_videos["bikes"], os.fsdecode(bytes(d) + b"/latin\xe9.mp4"))
     return d, exp
 
 

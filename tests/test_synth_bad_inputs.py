@@ -34,7 +34,7 @@ def test_every_file_gets_an_outcome(bad_run):
 @pytest.mark.parametrize("name", [
     "bikes.mp4", "zero.mp4", "notes.mp4", "truncated.mp4", "audio_only.mp4", "one_frame.mp4", "tiny_8x8.mp4",
     "huge_4k.mp4", "vfr.mp4", "rotated_phone.mp4", "vidéo à la plage 🎬.mp4", "escape.mp4", "folder.mp4",
-    "anim.gif", "clip.webm", "hang.mp4"])
+    "anim.gif", "clip.webm", "hang.mp4", "new\nline.mp4"])
 def test_outcome(bad_run, name):
     _, _, rows, exp = bad_run
     row, want = rows[name], exp[name]
@@ -81,3 +81,6 @@ def test_summary_lines(bad_corpus, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "SKIP" in out and "zero.mp4: empty file (0 bytes)" in out
     assert "hang.mp4: is a FIFO (named pipe), not a regular file" in out
+    # a name that is not UTF-8: one printable line, the run went on (was a UnicodeEncodeError from the database)
+    assert "latin\\xe9.mp4: the file name is not valid UTF-8; rename the file to read it\n" in out
+    assert "new\\nline.mp4" not in out                  # a good video: no SKIP line

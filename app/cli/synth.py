@@ -51,14 +51,18 @@ class _Tally:
         self.skipped: list[str] = []
         self.keys: dict[str, tuple] = {}
 
-    def skip(self, key: tuple, path, reason: str) -> None:
+    def skip(self, key: tuple | None, path, reason: str) -> None:
+        """Count and report a refused file; stored (so a rerun knows it) unless it has no key."""
         from db.synth_store import save_skip
-        save_skip(self.Session_, key, self.params_key, reason)
+        from mvp_core.video.scan import printable_path
+        if key is not None:
+            save_skip(self.Session_, key, self.params_key, reason)
         self.stats["skipped"] += 1
-        self.skipped.append(f"  SKIP {path}: {reason}")
+        self.skipped.append(f"  SKIP {printable_path(path)}: {reason}")
 
     def store(self, res) -> None:
         from db.synth_store import save_result
+        from mvp_core.video.scan import printable_path
         added = save_result(self.Session_, self.keys[res.path], self.params_key, res)
         st = self.stats
         st["rss"] = max(st["rss"], res.peak_rss_mb)
@@ -69,7 +73,7 @@ class _Tally:
             st["flat"] += res.n_flat
         else:
             st["skipped"] += 1
-            self.skipped.append(f"  SKIP {res.path}: {res.reason}")
+            self.skipped.append(f"  SKIP {printable_path(res.path)}: {res.reason}")
 
 
 def _config(args, check_embedder: bool = True):
@@ -105,8 +109,11 @@ def _print_config(cfg, settings) -> None:
 def _todo(inputs: list[str], tally: _Tally, retry_failed: bool) -> None:
     """The files to process (into tally.keys); refused and already handled ones are counted."""
     from db.synth_store import file_key, previous
-    from mvp_core.video.scan import scan
+    from mvp_core.video.scan import NAME_NOT_UTF8, scan
     for c in scan(inputs):
+        if c.skip_reason == NAME_NOT_UTF8:       # no key: the name cannot be stored as text
+            tally.skip(None, c.path, c.skip_reason)
+            continue
         key = file_key(c.path)
         with tally.Session_() as s:
             prev = previous(s, key, tally.params_key)

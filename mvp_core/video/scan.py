@@ -22,6 +22,9 @@ def scan(inputs: list[str | os.PathLike]) -> list[Candidate]:
     out: dict[Path, Candidate] = {}
     for given in inputs:
         root = Path(given).absolute()
+        if not utf8_name(root):
+            out[root] = Candidate(root, NAME_NOT_UTF8)
+            continue
         if not root.exists() and not root.is_symlink():
             out[root] = Candidate(root, "does not exist")
             continue
@@ -38,8 +41,28 @@ def scan(inputs: list[str | os.PathLike]) -> list[Candidate]:
                 p = d / name
                 if p.suffix.lower() not in VIDEO_EXTENSIONS:
                     continue
-                out[p] = Candidate(p, _symlink_reason(p, real_root) or _file_reason(p))
+                out[p] = Candidate(p, (NAME_NOT_UTF8 if not utf8_name(p) else "")
+                                   or _symlink_reason(p, real_root) or _file_reason(p))
     return [out[k] for k in sorted(out, key=str)]
+
+
+# A name Linux allows but no database or JSON file can hold as text (Python keeps the bytes as lone
+# surrogates): the file is reported and left alone; renaming it makes it readable.
+NAME_NOT_UTF8 = "the file name is not valid UTF-8; rename the file to read it"
+
+
+def utf8_name(p: os.PathLike | str) -> bool:
+    try:
+        str(p).encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def printable_path(p: os.PathLike | str) -> str:
+    """The path for a message line: bytes that are not UTF-8 as \\xNN, control characters escaped."""
+    text = os.fsencode(p).decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
 def _file_reason(p: Path) -> str:
