@@ -10,7 +10,6 @@ checkpoint NULL), "latest", or a step number ("10" or "step_000010")."""
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 from sqlalchemy import delete, func, select
@@ -29,6 +28,7 @@ def read_run_dir(path: str | Path) -> dict | None:
     """What a run directory says about itself; None when it holds no run (no config.yaml yet, and
     no launch.yaml either: the web app writes that one before the trainer starts)."""
     from mvp_core.config import load_yaml_mapping
+    from mvp_core.grpo.rundir import read_status
     d = Path(path).resolve()
     cfg_file = d / "config.yaml" if (d / "config.yaml").is_file() else d / "launch.yaml"
     try:
@@ -36,15 +36,13 @@ def read_run_dir(path: str | Path) -> dict | None:
     except UserError:
         return None
     info = cfg.get("run_info") or {}
-    try:
-        status = json.loads((d / "status.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        status = {}
+    status = read_status(d)
     ckpts = []
     if (d / "checkpoints").is_dir():
         for p in (d / "checkpoints").iterdir():
             # trainer_state.json is written last: a checkpoint without it is incomplete
-            if p.name.startswith("step_") and p.is_dir() and (p / "trainer_state.json").is_file():
+            if (p.name.startswith("step_") and p.name[5:].isdigit() and p.is_dir()
+                    and (p / "trainer_state.json").is_file()):
                 ckpts.append((int(p.name.split("_")[1]), str(p)))
     set_info = info.get("set") if isinstance(info.get("set"), dict) else {}
     return {"dir": str(d.resolve()), "name": d.name, "kind": _kind(cfg, info),

@@ -88,3 +88,23 @@ def test_rollout_and_eval_store_under_the_runs_checkpoints(capsys, trained, one_
     rc, _, err = mvp(capsys, "rollout", "--run", "tiny-run", "--checkpoint", "2", *common)
     assert rc == 2 and "was deleted from disk" in err
     assert json.loads((run_dir / "status.json").read_text())["state"] == "finished"
+
+
+def test_a_run_directory_with_torn_or_foreign_files_is_indexed_not_fatal(tmp_path):
+    """status.json that is not UTF-8 / not an object, a metrics line that is a number, a checkpoint
+    folder named step_x: the run is still listed (status "created", no such checkpoint), nothing raises."""
+    from db.runs import read_run_dir
+    from mvp_core.grpo.rundir import read_metrics, read_status
+    d = tmp_path / "run"
+    (d / "checkpoints" / "step_x").mkdir(parents=True)
+    (d / "checkpoints" / "step_x" / "trainer_state.json").write_text("{}")
+    (d / "checkpoints" / "step_3").mkdir()
+    (d / "checkpoints" / "step_3" / "trainer_state.json").write_text("{}")
+    (d / "config.yaml").write_text("model: m\nmax_steps: 3\n")
+    (d / "metrics.jsonl").write_bytes(b'{"step": 1, "reward": 0.5}\n3\n\xff\xfe\n{"step": 2')
+    for status in (b"\xff\xfe{}", b"[1, 2]", b'{"state": "running"'):
+        (d / "status.json").write_bytes(status)
+        info = read_run_dir(d)
+        assert info["status"] == "created" and read_status(d) == {}
+        assert info["checkpoints"] == [(3, str((d / "checkpoints" / "step_3").resolve()))]
+    assert read_metrics(d) == [{"step": 1, "reward": 0.5}]

@@ -74,8 +74,8 @@ def active(data_dir: Path, kind: str = "train") -> dict | None:
     the console log. None when nothing of that kind was ever launched."""
     f = jobs_dir(data_dir, kind) / "active.json"
     try:
-        job = json.loads(f.read_text())
-    except (OSError, json.JSONDecodeError):
+        job = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError):            # missing, torn, or not UTF-8 / JSON
         return None
     if not isinstance(job, dict) or not all(isinstance(job.get(k), int) for k in ("pid", "pgid")):
         return None              # not a job this server wrote (hand-edited or truncated)

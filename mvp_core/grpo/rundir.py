@@ -127,20 +127,24 @@ def read_metrics(path: str | Path) -> list[dict]:
     f = Path(path) / "metrics.jsonl"
     rows = []
     if f.is_file():
-        for line in f.read_text().splitlines():
+        for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
-                rows.append(json.loads(line))
+                row = json.loads(line)
             except json.JSONDecodeError:
                 continue
+            if isinstance(row, dict):
+                rows.append(row)
     return rows
 
 
 def read_status(path: str | Path) -> dict:
+    """status.json as a dict; {} when missing, torn, or not a JSON object (the UI shows "created")."""
     f = Path(path) / "status.json"
     try:
-        return json.loads(f.read_text())
-    except (OSError, json.JSONDecodeError):
+        status = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return {}
+    return status if isinstance(status, dict) else {}
 
 
 def _atomic_write(path: Path, text: str) -> None:
