@@ -69,6 +69,9 @@ class Puzzle:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Puzzle":
+        why = record_problem(d)
+        if why:
+            raise ValueError(why)
         return cls(
             id=d["id"],
             video=VideoInfo(**d["video"]),
@@ -102,17 +105,53 @@ def stable_id(*parts) -> str:
     return hashlib.sha256(canonical_json(parts).encode()).hexdigest()[:20]
 
 
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == x and abs(x) != float("inf")
+
+
+def record_problem(d) -> str | None:
+    """Why a puzzle record cannot be a puzzle, or None. The one check of a record's own consistency
+    (files users hand in: puzzles.jsonl, set exports): keys and types, the mask inside the frames,
+    unique option labels, and an answer of mask-length labels among the options, none repeated.
+    Without it a record whose answer names no option is scored 0 for every answer, silently."""
+    if not isinstance(d, dict):
+        return f"not a JSON puzzle record (a {type(d).__name__}, not an object)"
+    missing = [k for k in RECORD_KEYS if k not in d]
+    if missing:
+        return f"puzzle record lacks {', '.join(missing)}"
+    frames, mask, options, answer = d["frames"], d["mask"], d["options"], d["answer"]
+    if not isinstance(frames, list) or not all(
+            isinstance(f, dict) and _number(f.get("t")) and isinstance(f.get("uri"), str) for f in frames):
+        return "frames must be a list of {t: seconds, uri: text}"
+    if not isinstance(options, list) or not all(
+            isinstance(o, dict) and isinstance(o.get("label"), str) and isinstance(o.get("uri"), str) for o in options):
+        return "options must be a list of {label: text, uri: text, ...}"
+    if not isinstance(mask, dict) or not all(isinstance(mask.get(k), int) and not isinstance(mask.get(k), bool)
+                                             for k in ("start", "length")):
+        return "mask must be {start: integer, length: integer}"
+    start, length = mask["start"], mask["length"]
+    if start < 0 or length < 1 or start + length > len(frames):
+        return f"mask {start}+{length} does not fit {len(frames)} frames"
+    labels = [o["label"] for o in options]
+    if len(set(labels)) != len(labels):
+        return f"option labels repeat ({', '.join(labels)})"
+    if not isinstance(answer, list) or not all(isinstance(a, str) for a in answer):
+        return "answer must be a list of option labels"
+    if len(answer) != length or len(set(answer)) != len(answer) or not set(answer) <= set(labels):
+        return (f"answer {answer} is not {length} distinct labels of the options "
+                f"({', '.join(labels)})")
+    return None
+
+
 def read_puzzles_jsonl(path: str | Path, what: str = "puzzles file", split: str = "") -> list[dict]:
     """The puzzle records of a puzzles.jsonl file, only those of `split` when given (records carry
     `split` when exported from a frozen curated set). A missing file, a line that is not a record
     with RECORD_KEYS, or no records at all is a one-line UserError."""
     out = []
     for n, rec in read_jsonl(path, what, "not a JSON puzzle record"):
-        if not isinstance(rec, dict):
-            raise UserError(f"{path}:{n}: not a JSON puzzle record (a {type(rec).__name__}, not an object)")
-        missing = set(RECORD_KEYS) - set(rec)
-        if missing:
-            raise UserError(f"{path}:{n}: puzzle record lacks {', '.join(sorted(missing))}")
+        why = record_problem(rec)
+        if why:
+            raise UserError(f"{path}:{n}: {why}")
         if not split or rec.get("split") == split:
             out.append(rec)
     if not out:

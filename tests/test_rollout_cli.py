@@ -140,7 +140,16 @@ def test_bad_records_and_missing_frames_lose_nothing(capsys, tmp_path, synth_dir
     notrec = tmp_path / "notrec.jsonl"
     notrec.write_text('{"id": "x"}\n')
     rc, _, err = mvp(capsys, "rollout", "--model", tiny_model_dir, "--puzzles", notrec, "--no-db")
-    assert rc == 2 and "puzzle 1 is not a puzzle record" in err
+    assert rc == 2 and f"puzzle 1 of {notrec} is not a puzzle (puzzle record lacks frames" in err
+    # consistent-looking records that are no puzzle: refused up front, not scored 0 in silence
+    for change, says in ((lambda r: r.update(answer=["Z"] * len(r["answer"])), "distinct labels of the options"),
+                         (lambda r: r["options"][1].update(label=r["options"][0]["label"]), "option labels repeat"),
+                         (lambda r: r["mask"].update(start=len(r["frames"])), "does not fit")):
+        bad = json.loads(json.dumps(recs[0]))
+        change(bad)
+        notrec.write_text(json.dumps(bad) + "\n")
+        rc, _, err = mvp(capsys, "rollout", "--model", tiny_model_dir, "--puzzles", notrec, "--no-db")
+        assert rc == 2 and says in err and err.count("\n") == 1, err
     # the second puzzle points at a frame that is not in the store: the first one's answers are kept
     broken = json.loads(json.dumps(recs))
     good_uri = broken[1]["options"][0]["uri"]

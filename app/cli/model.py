@@ -92,12 +92,16 @@ def load_puzzles(args) -> tuple[list[dict], Path]:
         records = records[: args.limit]
     if not records:
         raise UserError("no puzzles to run")
-    from mvp_core.puzzle import Puzzle
+    from mvp_core.puzzle import Puzzle, record_problem
     for i, rec in enumerate(records, 1):
+        why = record_problem(rec)
         try:
-            Puzzle.from_dict(rec)
-        except (KeyError, TypeError, AttributeError) as e:
-            raise UserError(f"puzzle {i} is not a puzzle record ({type(e).__name__}: {e})") from None
+            if not why:
+                Puzzle.from_dict(rec)
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            why = f"{type(e).__name__}: {e}"
+        if why:
+            raise UserError(f"puzzle {i} of {args.puzzles or 'set ' + repr(args.set)} is not a puzzle ({why})")
     return records, data
 
 

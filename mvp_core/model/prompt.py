@@ -58,7 +58,12 @@ class PromptConfig:
 
 
 def _as_puzzle(p) -> Puzzle:
-    return p if isinstance(p, Puzzle) else Puzzle.from_dict(p)
+    if isinstance(p, Puzzle):
+        return p
+    try:
+        return Puzzle.from_dict(p)
+    except ValueError as e:        # puzzle.record_problem: one line naming the puzzle
+        raise UserError(f"puzzle {p.get('id', '?') if isinstance(p, dict) else '?'}: {e}") from None
 
 
 def example_answer(m: int, labels: list[str] | None = None) -> str:
