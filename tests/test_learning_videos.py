@@ -73,3 +73,18 @@ def test_bad_arguments_are_one_line_errors(tmp_path):
                            env=mvp_env(), capture_output=True, text=True, timeout=120)
         assert r.returncode == 2 and r.stderr.strip().startswith("error: ") and "Traceback" not in r.stderr, r.stderr
         assert not list((tmp_path).glob("v/*.mp4"))
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--seconds", "1e9"], "between 4 and 36000 frames"), (["--seconds", "nan"], "seconds must be a positive number"),
+    (["--fps", "0"], "fps must be a positive number"), (["--kinds", ","], "no kinds given"),
+    (["--size", "4000"], "size must be an even number"), (["--n", "1000000"], "n must be between 1 and 100000"),
+    (["--size", "2048", "--seconds", "600", "--fps", "30"], "GiB in memory"), (["--seed", "-1"], "--seed must be")])
+def test_unbounded_or_empty_arguments_are_refused_before_any_work(tmp_path, capsys, args, says):
+    """A billion-second video would render until the disk or memory ran out; an empty kind list
+    divided by zero (a traceback): each is one line, before a file is written."""
+    from app.cli.main import main
+    assert main(["make-videos", str(tmp_path / "v"), *args]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1, err
+    assert not (tmp_path / "v").exists()

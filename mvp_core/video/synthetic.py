@@ -17,12 +17,15 @@ the ffmpeg that imageio-ffmpeg ships, the same encoder the project uses elsewher
 Everything is a function of the seed: the same (seed, index) gives the same pixels."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 KINDS = ("slide", "grow", "fill", "clock")
+MAX_SIZE, MAX_FRAMES, MAX_VIDEO_BYTES = 2048, 36_000, 2 << 30    # VideoSpec's bounds
+MAX_VIDEOS = 100_000
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,20 @@ class VideoSpec:
     fps: float = 2.0
     object_size: int = 10     # side of the sliding square / thickness of the fill bar, in pixels
     background_cells: int = 4  # the background colour field is this many cells per side, upsampled
+
+    def __post_init__(self):
+        """The bounds of a video this generator makes (frames are rendered in memory before encoding)."""
+        for name in ("seconds", "fps"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise ValueError(f"{name} must be a positive number, not {v!r}")
+        if not 16 <= self.size <= MAX_SIZE or self.size % 2:
+            raise ValueError(f"size must be an even number of pixels in [16, {MAX_SIZE}], not {self.size}")
+        if not 4 <= self.n_frames() <= MAX_FRAMES:
+            raise ValueError(f"seconds x fps must give between 4 and {MAX_FRAMES} frames, not {self.n_frames()}")
+        if self.size * self.size * 3 * self.n_frames() > MAX_VIDEO_BYTES:
+            raise ValueError(f"a {self.size}x{self.size} video of {self.n_frames()} frames needs more than "
+                             f"{MAX_VIDEO_BYTES >> 30} GiB in memory; make it smaller or shorter")
 
     def n_frames(self) -> int:
         return int(round(self.seconds * self.fps))
@@ -124,8 +141,10 @@ def make_videos(out_dir, n: int, seed: int = 0, spec: VideoSpec | None = None,
     """`n` videos `<kind>_<seed>_<i>.mp4` in `out_dir`, kinds in turn; existing files are kept
     (re-running with the same arguments is a no-op)."""
     from tqdm import tqdm
-    if n < 1:
-        raise ValueError("n must be >= 1")
+    if not 1 <= n <= MAX_VIDEOS:
+        raise ValueError(f"n must be between 1 and {MAX_VIDEOS}, not {n}")
+    if not kinds:
+        raise ValueError(f"no kinds given (kinds: {', '.join(KINDS)})")
     bad = [k for k in kinds if k not in _DRAW]
     if bad:
         raise ValueError(f"unknown kind {bad[0]!r} (kinds: {', '.join(KINDS)})")
