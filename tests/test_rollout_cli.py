@@ -104,7 +104,7 @@ def test_tiny_model_rollout_eval_end_to_end(capsys, tmp_path, synth_dir):
     assert "humans" in chart_html(evals, "exact", humans) and "humans" not in chart_html(evals, "exact")
 
 
-def test_bad_inputs_are_one_line_errors(capsys, tmp_path, synth_dir):
+def test_bad_inputs_are_one_line_errors(capsys, tmp_path, synth_dir, tiny_model_dir):
     rc, _, err = mvp(capsys, "rollout", "--model", tmp_path / "nope", "--puzzles", synth_dir / "puzzles.jsonl",
                      "--data", synth_dir, "--no-db")
     assert rc == 2 and err.startswith("error:") and "not a directory" in err and "Traceback" not in err
@@ -133,6 +133,16 @@ def test_bad_inputs_are_one_line_errors(capsys, tmp_path, synth_dir):
             rc, _, err = mvp(capsys, cmd, "--model", tmp_path, "--puzzles", synth_dir / "puzzles.jsonl",
                              "--data", synth_dir, "--no-db", *flags)
             assert rc == 2 and err.strip() == f"error: {says}", (cmd, flags, err)
+    # counts below 1 are argparse's one-line refusal (a negative --limit silently dropped the last
+    # puzzles); a device this machine lacks is one line before the weights load (was a traceback)
+    for flags, says in ((["--limit", "-5"], "argument --limit: must be at least 1, not -5"),
+                        (["--threads", "0"], "argument --threads: must be at least 1, not 0")):
+        with pytest.raises(SystemExit) as ex:
+            mvp(capsys, "eval", "--model", tmp_path, "--puzzles", synth_dir / "puzzles.jsonl", *flags)
+        assert ex.value.code == 2 and says in capsys.readouterr().err
+    rc, _, err = mvp(capsys, "eval", "--model", tiny_model_dir, "--puzzles", synth_dir / "puzzles.jsonl",
+                     "--data", synth_dir, "--no-db", "--device", "cuda:99")
+    assert rc == 2 and err.startswith("error: device cuda:99: this machine has") and err.count("\n") == 1, err
 
 
 def test_bad_records_and_missing_frames_lose_nothing(capsys, tmp_path, synth_dir, tiny_model_dir):

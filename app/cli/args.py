@@ -4,6 +4,19 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def positive_int(text: str) -> int:
+    """argparse type of counts (--limit, --threads): a whole number >= 1, or argparse's one-line error
+    (a negative --limit silently dropped puzzles from the end: records[:-5])."""
+    import argparse
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
+    return n
+
+
 def add_db_args(p, *, db_required_for: str = "") -> None:
     """The --db / --data pair (see docs/ARCHITECTURE.md, "Interfaces")."""
     extra = f" for {db_required_for}" if db_required_for else ""

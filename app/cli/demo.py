@@ -9,7 +9,7 @@ the untrained model's, and serves the app. Re-running it
 keeps the answers already stored and gives the demo user a new password."""
 from __future__ import annotations
 
-from app.cli.args import add_db_args
+from app.cli.args import add_db_args, positive_int
 
 DEMO_RUN = "demo-tiny-random"
 
@@ -20,7 +20,7 @@ def register(sub) -> None:
     p.add_argument("--user", default="demo", help="demo user name (role admin)")
     p.add_argument("--password", default=None, help="demo password (default: a random one, printed)")
     p.add_argument("-G", "--num-generations", type=int, default=4, help="answers per puzzle")
-    p.add_argument("--limit", type=int, default=12, help="puzzles to roll out (the tiny model is slow on a CPU)")
+    p.add_argument("--limit", type=positive_int, default=12, help="puzzles to roll out (the tiny model is slow on a CPU)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=7860)
     p.add_argument("--no-serve", action="store_true", help="prepare only (for scripts and CI)")

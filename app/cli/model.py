@@ -5,7 +5,7 @@ import json
 import sys
 from pathlib import Path
 
-from app.cli.args import add_db_args
+from app.cli.args import add_db_args, positive_int
 from mvp_core.errors import UserError
 
 
@@ -45,7 +45,7 @@ def _common(p) -> None:
     src.add_argument("--set", help="curated set name (from the database)")
     src.add_argument("--puzzles", help="puzzles.jsonl file (frames are read relative to --data)")
     add_db_args(p)
-    p.add_argument("--limit", type=int, help="use at most this many puzzles")
+    p.add_argument("--limit", type=positive_int, help="use at most this many puzzles")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (default cpu)")
     # Unset flags take the run's own settings with --run (a model is evaluated as it was trained),
     # else the training defaults (mvp_core.model.sampler): see docs/model.md, "Sampling".
@@ -60,7 +60,7 @@ def _common(p) -> None:
     p.add_argument("--video-mode", action="store_true", default=None,
                    help="show the context frames as one video (default: the run's, else images)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, help="torch CPU threads (1 is fastest for tiny models on a busy machine)")
+    p.add_argument("--threads", type=positive_int, help="torch CPU threads (1 is fastest for tiny models on a busy machine)")
 
 
 def _tiny_model(args) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.cli.args import add_db_args
+from app.cli.args import add_db_args, positive_int
 from mvp_core.errors import UserError
 
 
@@ -40,7 +40,7 @@ def register(sub) -> None:
     t.add_argument("--tau", type=float, default=0.1)
     t.add_argument("--dropout", type=float, default=0.15)
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--threads", type=int, help="torch CPU threads")
+    t.add_argument("--threads", type=positive_int, help="torch CPU threads")
     t.add_argument("--labels", default="four", choices=["four", "false-refusal"],
                    help="four: all four classes (published); false-refusal: harmless prompts only "
                         "(answered good, refused bad)")
@@ -69,7 +69,7 @@ def _model_args(p) -> None:
     p.add_argument("--dtype", default="auto")
     p.add_argument("--batch-size", type=int, default=16, help="prompts per forward / generate call")
     p.add_argument("--max-new-tokens", type=int, default=32)
-    p.add_argument("--threads", type=int, help="torch CPU threads")
+    p.add_argument("--threads", type=positive_int, help="torch CPU threads")
 
 
 def _source_args(p) -> None:
@@ -80,7 +80,7 @@ def _source_args(p) -> None:
     p.add_argument("--format", default="auto", choices=["auto", "jsonl", "xstest", "orbench"],
                    help="prompt file layout (auto: by extension and columns)")
     p.add_argument("--split", help="puzzles: only this split (train / val / test)")
-    p.add_argument("--limit", type=int, help="use at most this many prompts / puzzles")
+    p.add_argument("--limit", type=positive_int, help="use at most this many prompts / puzzles")
     p.add_argument("--seed", type=int, default=0)
     add_db_args(p)
 

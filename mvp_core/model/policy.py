@@ -55,6 +55,25 @@ def config_class(mt: str):
     return getattr(transformers, CONFIG_CLASSES[mt])
 
 
+def check_device(device: str) -> str:
+    """`device` if this machine has it, else a one-line UserError (torch's own error for a missing
+    GPU is a paragraph after a traceback, raised only once the weights are loaded)."""
+    import torch
+    try:
+        d = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise UserError(f"device must be cpu, cuda or cuda:N, not {device!r}") from None
+    if d.type == "cuda":
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n == 0:
+            raise UserError(f"device {device}: this machine has no CUDA GPU (use --device cpu)")
+        if d.index is not None and d.index >= n:
+            raise UserError(f"device {device}: this machine has {n} CUDA GPU(s) (cuda:0 .. cuda:{n - 1})")
+    elif d.type == "mps" and not torch.backends.mps.is_available():
+        raise UserError(f"device {device}: MPS is not available on this machine")
+    return device
+
+
 def _torch_dtype(dtype: str, device: str):
     import torch
     if dtype not in DTYPES:
@@ -81,6 +100,7 @@ def load_policy(path, dtype: str = "auto", device: str = "cpu", attn_implementat
     """(model, processor) from a local checkpoint directory, model in eval mode on `device`."""
     mt = model_type(path)
     cls = model_class(mt)
+    check_device(device)
     torch_dtype = _torch_dtype(dtype, device)
     processor = load_processor(path)
     kwargs = {"dtype": torch_dtype}

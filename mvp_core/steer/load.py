@@ -28,6 +28,9 @@ def load_decoder(path, device: str = "cpu", dtype: str = "auto"):
         return model, proc, True
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from mvp_core.model.policy import check_device
+    check_device(device)
     torch_dtype = torch.float32 if dtype == "auto" and device.startswith("cpu") else \
         (torch.bfloat16 if dtype == "auto" else getattr(torch, dtype))
     try:
