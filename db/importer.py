@@ -5,7 +5,6 @@ present) through the one row writer, db/puzzle_rows.py; it serves imports and te
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from sqlalchemy import select
@@ -96,20 +95,27 @@ def record_uris(records: list[dict]) -> list[str]:
 
 
 def copy_frames(records: list[dict], src: Path, dst: Path) -> int:
-    """Copy every frame the records name from src/<uri> to dst/<uri>; refuses paths leaving dst."""
-    uris = record_uris(records)
-    for uri in uris:
-        rel = Path(uri)
-        if rel.is_absolute() or ".." in rel.parts:
-            raise UserError(f"frame uri {uri!r} must be relative to the data directory")
-        if not (src / rel).is_file():
-            raise UserError(f"frame {uri} is missing under {src}")
+    """Copy every frame the records name from src/<uri> to dst/<uri>, all checked before any is copied.
+    Frames are content-addressed (frames/ab/<sha256>.jpg, mvp_core/video/frames.uri_for), so a uri
+    must be exactly the name of its own bytes: anything else (a uri outside frames/, e.g. "mvp.sqlite",
+    which would overwrite the database; a symlink to a file outside the export; bytes that do not
+    match the name) refuses the whole copy."""
+    from mvp_core.video.frames import FrameStore, uri_for
+    src_root = Path(src).resolve()
+    store = FrameStore(dst)
+    checked = []
+    for uri in record_uris(records):
+        if not isinstance(uri, str) or not uri.startswith("frames/") or "\\" in uri or ".." in Path(uri).parts:
+            raise UserError(f"frame uri {uri!r} is not a frame of the store (frames/ab/<sha256>.jpg)")
+        s = src_root / uri
+        if s.is_symlink() or not s.is_file() or src_root not in s.resolve().parents:
+            raise UserError(f"frame {uri} is missing under {src} (or not a regular file there)")
+        if uri_for(s.read_bytes()) != uri:
+            raise UserError(f"frame {uri}: its bytes do not match its name (not a frame this project wrote)")
+        checked.append(s)
     n = 0
-    for uri in uris:
-        s, d = src / uri, dst / uri
-        if d.exists() and d.stat().st_size == s.stat().st_size:
-            continue
-        d.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(s, d)
-        n += 1
+    for s in checked:                      # read again rather than hold every frame in memory
+        if not (store.root / s.relative_to(src_root)).is_file():
+            store.put_bytes(s.read_bytes())    # atomic: a temporary file, then a rename
+            n += 1
     return n

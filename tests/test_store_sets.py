@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from app.cli import main
 from db import review
 from db.importer import import_set, read_export
-from db.sets import assign_splits, freeze_set, list_sets, load_set, parse_split, verify_set
+from db.sets import assign_splits, content_hash, freeze_set, list_sets, load_set, parse_split, verify_set
 from db.users import add_user
 from mvp_core.errors import UserError
 from mvp_core.puzzle import Puzzle
@@ -115,6 +115,43 @@ def test_jsonl_export_import_roundtrip(store_db, empty_store, tmp_path):
             read_export(out)
     with empty_store.Session() as s:
         assert [x["name"] for x in list_sets(s)] == ["rt"]      # nothing half-imported
+    # hostile exports (records and manifest consistent, so only the frames can refuse them): a uri
+    # naming the database, a frame that is a symlink to a file outside, bytes that are not the name's
+    (out / "set.json").write_bytes(good_manifest)
+    db_file = data2 / "evil" / "mvp.sqlite"
+    db_file.parent.mkdir()
+    db_file.write_bytes(b"the importing side's database")
+    recs = [json.loads(x) for x in lines]
+    uri = recs[0]["frames"][0]["uri"]
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the web")
+    for change, says in (("mvp.sqlite", "is not a frame of the store"), ("symlink", "not a regular file"),
+                         ("bytes", "do not match its name")):
+        bad = json.loads(json.dumps(recs))
+        if change == "mvp.sqlite":
+            bad[0]["frames"][0]["uri"] = "evil/mvp.sqlite"
+            (out / "evil").mkdir(exist_ok=True)
+            (out / "evil" / "mvp.sqlite").write_bytes(b"attacker's bytes, another size")
+        frame = out / uri
+        keep = frame.read_bytes()
+        if change == "symlink":
+            frame.unlink()
+            frame.symlink_to(secret)
+        if change == "bytes":
+            frame.write_bytes(keep + b"tampered")
+        body = [json.dumps(r, sort_keys=True, separators=(",", ":"), ensure_ascii=False) for r in bad]
+        (out / "puzzles.jsonl").write_text("\n".join(body) + "\n")
+        (out / "set.json").write_text(json.dumps({**json.loads(good_manifest), "content_hash": content_hash(body)}))
+        before = sorted(p.relative_to(data2) for p in data2.rglob("*"))
+        with empty_store.Session() as s, pytest.raises(UserError, match=says):
+            import_set(s, out, data2, name=f"evil-{change}")
+        assert sorted(p.relative_to(data2) for p in data2.rglob("*")) == before        # nothing copied
+        if frame.is_symlink():
+            frame.unlink()
+        frame.write_bytes(keep)
+    assert db_file.read_bytes() == b"the importing side's database"
+    with empty_store.Session() as s:
+        assert [x["name"] for x in list_sets(s)] == ["rt"]
 
 
 def test_hf_and_video_r1_exports(store_db, tmp_path):
