@@ -98,8 +98,9 @@ def copy_frames(records: list[dict], src: Path, dst: Path) -> int:
     """Copy every frame the records name from src/<uri> to dst/<uri>, all checked before any is copied.
     Frames are content-addressed (frames/ab/<sha256>.jpg, mvp_core/video/frames.uri_for), so a uri
     must be exactly the name of its own bytes: anything else (a uri outside frames/, e.g. "mvp.sqlite",
-    which would overwrite the database; a symlink to a file outside the export; bytes that do not
-    match the name) refuses the whole copy."""
+    which would overwrite the database; a symlink to a file outside the export, e.g. a secret, whose
+    bytes are not the name's) refuses the whole copy. Symlinked frame folders are fine: whatever the
+    path, only bytes that hash to their name are copied (a data directory may keep frames on another disk)."""
     from mvp_core.video.frames import FrameStore, uri_for
     src_root = Path(src).resolve()
     store = FrameStore(dst)
@@ -108,8 +109,8 @@ def copy_frames(records: list[dict], src: Path, dst: Path) -> int:
         if not isinstance(uri, str) or not uri.startswith("frames/") or "\\" in uri or ".." in Path(uri).parts:
             raise UserError(f"frame uri {uri!r} is not a frame of the store (frames/ab/<sha256>.jpg)")
         s = src_root / uri
-        if s.is_symlink() or not s.is_file() or src_root not in s.resolve().parents:
-            raise UserError(f"frame {uri} is missing under {src} (or not a regular file there)")
+        if not s.is_file():
+            raise UserError(f"frame {uri} is missing under {src}")
         if uri_for(s.read_bytes()) != uri:
             raise UserError(f"frame {uri}: its bytes do not match its name (not a frame this project wrote)")
         checked.append(s)

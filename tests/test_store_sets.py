@@ -125,7 +125,7 @@ def test_jsonl_export_import_roundtrip(store_db, empty_store, tmp_path):
     uri = recs[0]["frames"][0]["uri"]
     secret = tmp_path / "secret.txt"
     secret.write_text("not for the web")
-    for change, says in (("mvp.sqlite", "is not a frame of the store"), ("symlink", "not a regular file"),
+    for change, says in (("mvp.sqlite", "is not a frame of the store"), ("symlink", "do not match its name"),
                          ("bytes", "do not match its name")):
         bad = json.loads(json.dumps(recs))
         if change == "mvp.sqlite":
