@@ -34,3 +34,36 @@ def test_proof_from_a_warm_start_writes_the_report(tmp_path):
     assert (tmp_path / "w" / "grpo" / "checkpoints").is_dir() and not (tmp_path / "w" / "sft").exists()
     assert rep["plot"] and (tmp_path / "w" / "learning_curves.png").stat().st_size > 1000
     assert "grpo - sft" in r.stdout
+
+
+def _fake_run(work, diffs_by_video: dict[str, list[float]]):
+    """A learning-proof work directory with only what bench/learning_pool.py reads."""
+    (work / "test").mkdir(parents=True)
+    (work / "eval").mkdir()
+    recs, sft, grpo = [], [], []
+    for v, diffs in diffs_by_video.items():
+        for i, d in enumerate(diffs):
+            pid = f"{v}-{i}"
+            recs.append(json.dumps({"id": pid, "video": {"id": v}}))
+            sft.append({"id": pid, "model_total": 0.5})
+            grpo.append({"id": pid, "model_total": 0.5 + d})
+    (work / "test" / "puzzles.jsonl").write_text("\n".join(recs) + "\n")
+    (work / "eval" / "sft.json").write_text(json.dumps({"puzzles": sft}))
+    (work / "eval" / "grpo.json").write_text(json.dumps({"puzzles": list(reversed(grpo))}))  # paired by id
+
+
+def test_pooled_difference_pairs_by_puzzle_and_resamples_videos(tmp_path):
+    from bench.learning_pool import pooled, video_diffs
+    a, b = tmp_path / "a", tmp_path / "b"
+    _fake_run(a, {f"v{i}": [0.1, 0.0] for i in range(30)})                 # +0.05 per puzzle
+    _fake_run(b, {f"w{i}": [0.0, 0.0, -0.03] for i in range(30)})          # -0.01 per puzzle
+    ra, rb = video_diffs(a), video_diffs(b)
+    assert len(ra) == 30 and sorted(ra[0].tolist()) == pytest.approx([0.0, 0.1])
+    point, lo, hi = pooled([ra])
+    assert point == pytest.approx(0.05) and lo == pytest.approx(0.05) and hi == pytest.approx(0.05)   # no spread between videos
+    point, lo, hi = pooled([ra, rb])
+    assert point == pytest.approx((60 * 0.05 - 90 * 0.01) / 150)
+    assert lo <= point <= hi and hi - lo < 0.02                             # runs are kept whole: little spread
+    _fake_run(tmp_path / "c", {f"u{i}": [0.2 if i % 2 else -0.2] for i in range(40)})
+    point, lo, hi = pooled([video_diffs(tmp_path / "c")])
+    assert abs(point) < 1e-9 and lo < 0 < hi                               # a coin flip's interval spans 0
