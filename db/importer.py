@@ -62,7 +62,7 @@ def read_export(path: Path) -> tuple[dict, list[str]]:
         for _, rec in read_jsonl(path / RECORDS, "set records"):
             PuzzleRecord.from_dict(rec)   # validates the record's shape
             lines.append(canonical_json(rec))
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as e:
+    except (KeyError, TypeError, AttributeError, ValueError) as e:      # ValueError: JSON and record_problem
         raise UserError(f"{path}: malformed export ({type(e).__name__}: {e})") from None
     if content_hash(lines) != manifest.get("content_hash"):
         raise UserError(f"{path}: records do not match the manifest's content hash")

@@ -92,16 +92,17 @@ def load_puzzles(args) -> tuple[list[dict], Path]:
         records = records[: args.limit]
     if not records:
         raise UserError("no puzzles to run")
-    from mvp_core.puzzle import Puzzle, record_problem
+    from mvp_core.puzzle import Puzzle
     for i, rec in enumerate(records, 1):
-        why = record_problem(rec)
         try:
-            if not why:
-                Puzzle.from_dict(rec)
-        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            Puzzle.from_dict(rec)          # runs puzzle.record_problem: its reason is the ValueError's text
+        except ValueError as e:
+            why = str(e)
+        except (KeyError, TypeError, AttributeError) as e:
             why = f"{type(e).__name__}: {e}"
-        if why:
-            raise UserError(f"puzzle {i} of {args.puzzles or 'set ' + repr(args.set)} is not a puzzle ({why})")
+        else:
+            continue
+        raise UserError(f"puzzle {i} of {args.puzzles or 'set ' + repr(args.set)} is not a puzzle ({why})")
     return records, data
 
 
