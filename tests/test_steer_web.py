@@ -81,6 +81,13 @@ def test_rollouts_page_compares_steered_and_unsteered(web_app, browser, steer_ru
     page.click("#ro-steer-go")
     page.wait_for_selector("#ro-steer-out .mvp-steer", timeout=180000)
     assert page.locator("#ro-steer-out .mvp-steer-energy tr").count() == 3
+    # explicit layers (what `mvp steer --layers 1` does) win over top-k: one layer steered
+    page.evaluate("document.querySelector('#ro-steer-out .mvp-steer').remove()")
+    page.fill("#ro-steer-layers textarea, #ro-steer-layers input", "1")
+    page.click("#ro-steer-go")
+    page.wait_for_selector("#ro-steer-out .mvp-steer", timeout=180000)
+    rows = page.locator("#ro-steer-out .mvp-steer-energy tr")
+    assert rows.count() == 2 and rows.nth(1).locator("td").first.inner_text().strip() == "1"
     ctx.close()
 
 
@@ -89,6 +96,8 @@ def test_rollouts_page_compares_steered_and_unsteered(web_app, browser, steer_ru
     # SteerConfig's validation, one line naming the setting (these were a TypeError / a ValidationError)
     ("eta", None, "eta must be a number"), ("eta", float("nan"), "eta must be a finite number"),
     ("top_k", None, "top_k must be an integer, got None"),
+    # explicit layers: not numbers, or a layer the bank has no energy for (checked before the model loads)
+    ("layers", "2;x", "layers must be whole numbers"), ("layers", "7", "no energy model for layer(s) [7]"),
     # refused by Gradio's widget bounds and choices before the handler runs
     ("eta", -1, "less than minimum value"), ("steps", 10 ** 9, "greater than maximum value"),
     ("gate", "evil", "not in the list of choices")])
@@ -106,10 +115,10 @@ def test_steer_compare_refuses_bad_settings_over_http(web_app, steer_run, field,
     ids = {comp.get("props", {}).get("elem_id"): comp["id"] for comp in cfg["components"]}
     banks = next(d["id"] for d in cfg["dependencies"] if d["outputs"] == [ids["ro-steer-bank"]])
     assert gradio_event(c, "rollouts", session_hash, banks, [])[0]          # the bank list, refreshed
-    good = {"eta": 0.5, "steps": 5, "top_k": 3, "gate": "off", "positions": "every"}
+    good = {"eta": 0.5, "steps": 5, "top_k": 3, "layers": "", "gate": "off", "positions": "every"}
     v = {**good, field: value}
     ok, out = gradio_event(c, "rollouts", session_hash, apis["steer_compare"],
-                           [f"{RUN}|base", steer_run, "tiny-bank.pt", v["eta"], v["steps"], v["top_k"], v["gate"],
+                           [f"{RUN}|base", steer_run, "tiny-bank.pt", v["eta"], v["steps"], v["top_k"], v["layers"], v["gate"],
                             v["positions"]])
     assert not ok, out
     err = out["error"]

@@ -34,11 +34,11 @@ def read_prompts(path: str, fmt: str = "auto"):
 def steer_cfg(args, base=None):
     """SteerConfig: the flags given on the command line over `base` (a bank's stored settings) or
     over SteerConfig's defaults; --layers wins over --top-k, and --top-k given alone drops stored layers."""
-    from mvp_core.steer.config import SteerConfig
+    from mvp_core.steer.config import SteerConfig, parse_layers
     values = (base or SteerConfig()).model_dump()
     try:
-        if args.layers:
-            values["layers"] = [int(x) for x in args.layers.split(",")]
+        if parse_layers(args.layers):
+            values["layers"] = parse_layers(args.layers)
         elif args.top_k is not None:
             values["layers"] = None
         given = {"top_k": args.top_k, "eta": args.eta, "steps": args.steps, "gate": args.gate,

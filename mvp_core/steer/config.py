@@ -5,6 +5,7 @@ InfoNCE tau 0.1, Adam 5e-5, batch 64, 120 epochs); the rest are this project's a
 calibrated threshold, gate, balanced sampling)."""
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -52,6 +53,18 @@ class SteerConfig(DocumentedConfig):
                            "layer) only if its state entering the first chosen layer is above that layer's "
                            "calibrated threshold; while: step a row "
                            "only while its energy stays above the threshold")
+
+
+def parse_layers(text: str | None) -> list[int] | None:
+    """Explicit layers as people type them ("2,3", " 2 3 "); empty means none (rank by top_k).
+    The one reading of `mvp steer --layers` and the Rollouts page's layers field."""
+    parts = [x for x in re.split(r"[,\s]+", text or "") if x]
+    if not parts:
+        return None
+    try:
+        return [int(x) for x in parts]
+    except ValueError:
+        raise ValueError(f"layers must be whole numbers separated by commas, got {text!r}") from None
 
 
 class SplitMetrics(BaseModel):

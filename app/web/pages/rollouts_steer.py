@@ -11,6 +11,7 @@ import gradio as gr
 
 from app.web.common import WebContext, esc, guard, msg_html
 from db import rollout_views as rd
+from mvp_core.errors import UserError
 
 PAGE = "rollouts"
 TERMS = ("format", "selection", "order", "exact", "total")
@@ -66,6 +67,8 @@ def build_panel(ctx: WebContext, run: gr.Dropdown, puzzle: gr.Dropdown) -> None:
             eta = gr.Number(label="eta", value=0.5, minimum=0.001, maximum=100, elem_id="ro-steer-eta")
             steps = gr.Number(label="K steps", value=5, precision=0, minimum=1, maximum=1000)
             top_k = gr.Number(label="top-k layers", value=3, precision=0, minimum=1, maximum=512)
+            layers = gr.Textbox(label="layers (e.g. 2,3; empty: the top-k)", value="", max_length=2000,
+                                elem_id="ro-steer-layers")
             gate = gr.Dropdown(label="gate", choices=["off", "entry", "while"], value="off")
             positions = gr.Dropdown(label="steer", choices=[("every position (published)", "every"),
                                                             ("the prompt's last token only", "prompt")],
@@ -73,33 +76,39 @@ def build_panel(ctx: WebContext, run: gr.Dropdown, puzzle: gr.Dropdown) -> None:
         go = gr.Button("Answer with and without steering", elem_id="ro-steer-go")
         out = gr.HTML(elem_id="ro-steer-out")
 
-        def on_go(run_id, pid, bank_name, eta_v, k_steps, k_layers, gate_v, pos_v, request: gr.Request,
+        def on_go(run_id, pid, bank_name, eta_v, k_steps, k_layers, layers_v, gate_v, pos_v, request: gr.Request,
                   progress=gr.Progress(track_tqdm=True)):  # noqa: B008 - Gradio injects it
             with guard(ctx, request, PAGE):
                 from mvp_core.model.rollout import frame_loader
                 from mvp_core.steer.bank import EnergyBank
-                from mvp_core.steer.config import SteerConfig
+                from mvp_core.steer.config import SteerConfig, parse_layers
                 if not run_id or not pid or bank_name not in bank_choices(ctx.data_dir):
                     return msg_html("choose a run, a puzzle and an energy bank first", "warn")
                 # the config's own validation (empty, NaN, 2.5 steps, out of range: one line), before any work
-                cfg = SteerConfig.from_values({"eta": eta_v, "steps": k_steps, "top_k": k_layers, "gate": gate_v,
-                                               "positions": pos_v or "every"})
+                try:
+                    chosen = parse_layers(layers_v if isinstance(layers_v, str) else None)
+                except ValueError as e:
+                    raise UserError(str(e)) from None
+                cfg = SteerConfig.from_values({"eta": eta_v, "steps": k_steps, "top_k": k_layers, "layers": chosen,
+                                               "gate": gate_v, "positions": pos_v or "every"})
                 with ctx.Session() as s:
                     rec, info = rd.record_seen(s, run_id, pid), rd.run_info(s, run_id)
+                energy_bank = EnergyBank.load(ctx.data_dir / "steer" / bank_name)
+                energy_bank.chosen_layers(cfg)            # a layer the bank has no energy for: refused before loading
                 model, proc = _policy(info["model_path"])
-                res = compare_puzzle(model, proc, EnergyBank.load(ctx.data_dir / "steer" / bank_name), rec,
-                                     frame_loader(ctx.data_dir), cfg)
+                res = compare_puzzle(model, proc, energy_bank, rec, frame_loader(ctx.data_dir), cfg)
                 return compare_html(res, rec["answer"])
-        go.click(on_go, [run, puzzle, bank, eta, steps, top_k, gate, positions], [out], api_name="steer_compare")
+        go.click(on_go, [run, puzzle, bank, eta, steps, top_k, layers, gate, positions], [out],
+                 api_name="steer_compare")
 
         def on_bank(bank_name, request: gr.Request):
             """A bank carries the settings it was trained for (`mvp steer train --eta ...`): start from them."""
             with guard(ctx, request, PAGE):
                 from mvp_core.steer.bank import EnergyBank
                 if bank_name not in bank_choices(ctx.data_dir):
-                    return [gr.update()] * 5
+                    return [gr.update()] * 6
                 c = EnergyBank.load(ctx.data_dir / "steer" / bank_name).steer_config
-                return c.eta, c.steps, c.top_k, c.gate, c.positions
-        bank.change(on_bank, [bank], [eta, steps, top_k, gate, positions], api_name="steer_bank_settings")
+                return c.eta, c.steps, c.top_k, ",".join(map(str, c.layers or [])), c.gate, c.positions
+        bank.change(on_bank, [bank], [eta, steps, top_k, layers, gate, positions], api_name="steer_bank_settings")
         # banks written after the app started show up when a run is picked
         run.change(lambda: gr.update(choices=bank_choices(ctx.data_dir)), None, [bank])
