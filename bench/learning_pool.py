@@ -46,16 +46,22 @@ def pooled(runs: list[list[np.ndarray]], seed: int = 0) -> tuple[float, float, f
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("works", nargs="+", type=Path, help="learning-proof work directories")
+    ap.add_argument("--out", type=Path, help="also write the numbers as JSON (REPORT.json's grpo_minus_sft shape)")
     args = ap.parse_args(argv)
-    runs = []
+    runs, rows = [], []
     for w in args.works:
         r = video_diffs(w)
         point, lo, hi = pooled([r])
-        print(f"{w}: {sum(len(v) for v in r)} puzzles, {len(r)} videos, grpo - sft reward {point:+.4f} "
-              f"[{lo:+.4f}, {hi:+.4f}]")
+        n = sum(len(v) for v in r)
+        print(f"{w}: {n} puzzles, {len(r)} videos, grpo - sft reward {point:+.4f} [{lo:+.4f}, {hi:+.4f}]")
         runs.append(r)
+        rows.append({"work": str(w), "n_test": n, "n_videos": len(r), "reward": point, "reward_ci": [lo, hi]})
     point, lo, hi = pooled(runs)
-    print(f"pooled: {sum(len(v) for r in runs for v in r)} puzzles, grpo - sft reward {point:+.4f} [{lo:+.4f}, {hi:+.4f}]")
+    n = sum(row["n_test"] for row in rows)
+    print(f"pooled: {n} puzzles, grpo - sft reward {point:+.4f} [{lo:+.4f}, {hi:+.4f}]")
+    if args.out:
+        args.out.write_text(json.dumps({"runs": rows, "grpo_minus_sft": {"reward": point, "reward_ci": [lo, hi]},
+                                        "n_test": n, "n_videos": sum(row["n_videos"] for row in rows)}, indent=2))
     return 0
 
 

@@ -67,3 +67,15 @@ def test_pooled_difference_pairs_by_puzzle_and_resamples_videos(tmp_path):
     _fake_run(tmp_path / "c", {f"u{i}": [0.2 if i % 2 else -0.2] for i in range(40)})
     point, lo, hi = pooled([video_diffs(tmp_path / "c")])
     assert abs(point) < 1e-9 and lo < 0 < hi                               # a coin flip's interval spans 0
+
+
+def test_pool_writes_json_report(tmp_path):
+    from bench.learning_pool import main
+    _fake_run(tmp_path / "a", {f"v{i}": [0.1, 0.0] for i in range(10)})
+    _fake_run(tmp_path / "b", {f"w{i}": [0.02] for i in range(10)})
+    assert main([str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "pool.json")]) == 0
+    rep = json.loads((tmp_path / "pool.json").read_text())
+    assert [r["n_test"] for r in rep["runs"]] == [20, 10] and rep["n_test"] == 30 and rep["n_videos"] == 20
+    assert rep["grpo_minus_sft"]["reward"] == pytest.approx((20 * 0.05 + 10 * 0.02) / 30)
+    lo, hi = rep["grpo_minus_sft"]["reward_ci"]
+    assert lo <= rep["grpo_minus_sft"]["reward"] <= hi
