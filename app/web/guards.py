@@ -8,8 +8,9 @@ middleware function installed by `app.web.server.build_app`:
    browsers carrying someone else's cookie and pass.
 2. Pages by role: a request under a page's prefix (`/admin/...`, including its Gradio endpoints) needs
    a session whose role may use that page (401/403, or a redirect to the login page for a page GET).
-3. Gradio routes no page needs: uploads (no page takes files) and Gradio's run-history and
-   "vibe" editor routes are refused for everyone; its monitoring and profiling routes (endpoint
+3. Gradio routes no page needs: uploads (no page takes files: `upload`, `process_recording`),
+   component server functions, deep links, and Gradio's run-history and "vibe" editor routes are
+   refused for everyone; its monitoring and profiling routes (endpoint
    timings) for everyone but admins.
 4. Headers on every answer: `Content-Security-Policy: frame-ancestors 'self'` (and X-Frame-Options
    for old browsers) against click-jacking, `X-Content-Type-Options: nosniff`, `Referrer-Policy`."""
@@ -31,8 +32,10 @@ SECURITY_HEADERS = {
 }
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # First path segment under /<page>/ (after an optional gradio_api/): who may call it.
-GRADIO_REFUSED = ("upload", "upload_progress", "run-history", "runs", "vibe-edit", "undo-vibe-edit",
-                  "vibe-code", "vibe-starter-queries", "dev")
+# process_recording is an upload too (a screen recording, handed to ffmpeg when it is installed);
+# component_server runs server functions of components no page has; deep_link writes a file per call.
+GRADIO_REFUSED = ("upload", "upload_progress", "process_recording", "component_server", "deep_link",
+                  "run-history", "runs", "vibe-edit", "undo-vibe-edit", "vibe-code", "vibe-starter-queries", "dev")
 GRADIO_ADMIN_ONLY = ("monitoring", "profiling")
 
 
@@ -62,7 +65,7 @@ async def _page_check(request: Request, auth: Auth, pages, user) -> JSONResponse
     rest = parts[2] if len(parts) > 2 else ""
     seg = _gradio_segment(rest)
     if seg in GRADIO_REFUSED:
-        return _refused(403, f"forbidden: /{page}/{rest} is not offered (no page takes uploads)")
+        return _refused(403, f"forbidden: /{page}/{rest} is not offered (no page uses it)")
     if user is None:
         if request.method == "GET" and rest == "":
             nxt = quote(request.url.path + ("?" + request.url.query if request.url.query else ""))

@@ -34,6 +34,27 @@ def json_depth(value) -> int:
     return depth
 
 
+def not_text(value) -> bool:
+    """True if a string (value or key) holds a lone UTF-16 surrogate (JSON's "\\ud800") or a NUL:
+    valid JSON, but SQLite's driver cannot encode the one and PostgreSQL refuses the other (a 500)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if "\x00" in v:
+                return True
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
+
+
 def parse_json(raw: bytes, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH):
     """The parsed body, or BadBody with one line (413 too large, 400 otherwise)."""
     if len(raw) > max_bytes:
@@ -46,6 +67,8 @@ def parse_json(raw: bytes, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX
         raise BadBody("bad request: the body is not valid JSON") from None
     if json_depth(value) > max_depth:
         raise BadBody(f"bad request: JSON nested deeper than {max_depth} levels")
+    if not_text(value):
+        raise BadBody("bad request: a string holds a NUL or a lone surrogate (\\u0000, \\ud800-\\udfff)")
     return value
 
 

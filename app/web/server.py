@@ -24,6 +24,8 @@ from app.web.common import WebContext
 ROOT = Path(__file__).resolve().parents[2]   # the repository (app/web/server.py -> ../..)
 STATIC_DIR = ROOT / "static"
 CSRF_COOKIE = "mvp_login_csrf"
+MAX_NAME_FIELD = 200                 # login form: longer user names are refused before any check
+MAX_NEXT = 2000                      # a longer `next` is dropped (the login goes to "/")
 GRADIO_MAX_FILE = "1kb"              # no page takes uploads (the guard refuses the route); a second line
 GRADIO_DELETE_CACHE = (3600, 3600)   # Gradio's temporary files older than an hour go, hourly
 HEAD = ('<link rel="icon" href="/favicon.ico"><link rel="stylesheet" href="/static/studio.css">'
@@ -84,7 +86,8 @@ def login_page(csrf: str, error: str = "", next_url: str = "/") -> str:
 
 def _safe_next(url: str) -> str:
     """Only same-site paths (no //host, no scheme) may be redirected to after login."""
-    return url if url.startswith("/") and not url.startswith("//") and "\\" not in url else "/"
+    ok = url.startswith("/") and not url.startswith("//") and "\\" not in url and len(url) <= MAX_NEXT
+    return url if ok else "/"
 
 
 def _secure(request: Request, secure_cookies: bool | None) -> bool:
@@ -121,13 +124,18 @@ def _add_auth_routes(app: FastAPI, auth: Auth, builders: dict, secure_cookies: b
         return _login_form(request, _secure(request, secure_cookies), next_url=next)
 
     @app.post("/login", include_in_schema=False)
-    async def login(request: Request, username: str = Form("", max_length=200),
-                    password: str = Form("", max_length=1024), next: str = Form("/", max_length=2000),
-                    csrf: str = Form("", max_length=100)):
+    async def login(request: Request, username: str = Form(""), password: str = Form(""),
+                    next: str = Form("/"), csrf: str = Form("")):
+        # Lengths are checked here, not by Form(max_length=...): FastAPI's 422 would answer a JSON dump
+        # that echoes the whole field (the password too) instead of the login page with one line.
         secure = _secure(request, secure_cookies)
+        next = next if len(next) <= MAX_NEXT else "/"
         cookie = request.cookies.get(CSRF_COOKIE) or ""
-        if not csrf or not secrets.compare_digest(csrf.encode(), cookie.encode()):
+        if not csrf or len(csrf) > 100 or not secrets.compare_digest(csrf.encode(), cookie.encode()):
             return _login_form(request, secure, "The login form expired; please log in again.", next, 403)
+        if len(username) > MAX_NAME_FIELD:
+            return _login_form(request, secure, f"The user name is longer than {MAX_NAME_FIELD} characters.",
+                               next, 400)
         client = request.client.host if request.client else "?"
         res = await auth.login(username.strip(), password, client)
         if res.retry_after_s:

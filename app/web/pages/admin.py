@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from app.web.common import WebContext, esc, guard, msg_html, nav_html
+from app.web.common import WebContext, guard, msg_html, nav_html
 from db.models.curation import ROLES
 
 PAGE = "admin"
@@ -79,7 +79,7 @@ def build(ctx: WebContext) -> gr.Blocks:
 
         def on_pw(n, pw, request: gr.Request):
             with guard(ctx, request, PAGE):
-                return msg_html(esc(reset_password(ctx, n, pw))), ""
+                return msg_html(reset_password(ctx, n, pw)), ""   # msg_html escapes (once)
         b_pw.click(on_pw, [name, password], [msg, password], api_name="set_password")
         _roots_section(ctx, demo)
     return demo

@@ -225,7 +225,9 @@ def export_file(ctx: WebContext, file_name: str) -> Path:
     """The zip behind a download link: a plain name under DATA/exports, nothing else."""
     if not ZIP_RE.match(file_name or ""):
         raise UserError("no such export")
-    p = Path(ctx.data_dir) / EXPORTS / file_name
-    if not p.is_file():
+    base = (Path(ctx.data_dir) / EXPORTS).resolve()
+    real = (base / file_name).resolve()
+    # by real path: a symlink exports/x.zip -> ../mvp.sqlite (or anywhere else) is no export
+    if real.parent != base or not ZIP_RE.match(real.name) or not real.is_file():
         raise UserError("no such export")
-    return p
+    return real
