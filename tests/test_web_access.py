@@ -194,7 +194,8 @@ def test_rollouts_view_api_checks_session_role_and_input(web_app):
     assert st == 200 and json.loads(body)["html"][:2] == got["html"][:2]
     for query, err in ((f"left=x%7C12&puzzle={got['puzzle']}", "left is not a model version"),
                        (f"left={quote(got['left'])}&right=nope%7Cbase", "right is not a model version"),
-                       ("left=" + "a" * 400, "longer than 300 characters")):
+                       ("left=" + "a" * 400, "longer than 300 characters"),
+                       (f"left={quote(got['left'])}&puzzle=a%00b", "puzzle holds a NUL")):
         st, body = raw_get(web_app, "/rollouts/api/view?" + query, cookie)
         msg = json.loads(body)["error"]
         assert st == 400 and err in msg and "\n" not in msg, (query, msg)

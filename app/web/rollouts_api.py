@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.web.auth import Forbidden
 from app.web.common import WebContext
+from app.web.limits import not_text
 from app.web.pages.rollouts import PAGE, opening, view
 from db import rollout_views as rd
 from mvp_core.errors import UserError
@@ -32,6 +33,8 @@ def _param(request: Request, name: str) -> str | None:
         return None
     if len(v) > MAX_PARAM:
         raise UserError(f"bad request: {name} is longer than {MAX_PARAM} characters")
+    if not_text(v):       # %00: PostgreSQL refuses NUL in a text parameter (a 500), as in the curate API
+        raise UserError(f"bad request: {name} holds a NUL or a lone surrogate")
     return v
 
 
