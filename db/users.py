@@ -87,6 +87,9 @@ def get_user(session: Session, name: str) -> User | None:
 
 
 def _existing(session: Session, name: str) -> User:
+    # a name add_user would refuse cannot exist: say what is wrong with it (a lone surrogate
+    # used to reach the driver, whose encoding error was shown raw)
+    name = check_name(name)
     user = get_user(session, name)
     if user is None:
         raise UserError(f"no user named {name!r}")

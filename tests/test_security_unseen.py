@@ -163,3 +163,19 @@ def test_admin_message_shows_a_markup_user_name_escaped_once(bare):
     assert "password of &lt;b&gt;x&#34;y changed" in html or "password of &lt;b&gt;x&quot;y changed" in html, html
     assert "&amp;" not in html and "<b>" not in html
     http_login(bare[0].url, name, "new-password-12")                # the change itself took effect
+
+
+def test_admin_set_role_on_a_name_that_is_no_text_is_one_line(bare):
+    """A user name holding a lone surrogate (valid in Gradio's JSON, no text) reached the SQLite
+    driver, and its raw encoding error was the admin's message; now the name check says what is
+    wrong, as when adding such a user."""
+    c = client(bare, "adm")
+    body = json.dumps({"data": ["a\ud800b", "curator"]})                # "\ud800" escaped: valid JSON
+    r = c.post("/admin/gradio_api/call/set_role", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 200, r.text[:300]
+    event = r.json()["event_id"]
+    text = ""
+    with c.stream("GET", f"/admin/gradio_api/call/set_role/{event}") as resp:
+        for line in resp.iter_lines():
+            text += line + "\n"
+    assert "event: error" in text and "U+D800" in text and "codec" not in text, text[:500]
