@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -124,6 +125,7 @@ def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end:
                 "_sft_run": src / "sft", "_grpo_run": src / "grpo"}
     base = work / "base"
     if not (base / "config.json").is_file():
+        shutil.rmtree(base, ignore_errors=True)       # a build cut short: tiny-model refuses a non-empty folder
         # with --sft-from, the random initialisation that checkpoint was trained from (its card)
         mvp("tiny-model", base, "--preset", args.preset, "--seed", 0 if args.sft_from else args.seed, env=env)
     heldout = [f"eval_puzzles={test_jsonl}", f"eval_limit={args.eval_limit}"] if args.eval_limit else []

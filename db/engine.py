@@ -103,7 +103,37 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         command.upgrade(cfg, revision)
 
 
+def user_engine(url: str) -> Engine:
+    """make_engine for a URL a user gave (--db, MVP_DATABASE_URL), connected once: a malformed URL, a
+    driver that is not installed, or a database that cannot be opened (a missing folder, a file that is
+    not SQLite, a server that does not answer) is one UserError line, the password hidden."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+
+    from mvp_core.errors import UserError
+    try:
+        parsed = make_url(url)
+        shown = parsed.render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):        # the URL is not echoed: it may hold a password
+        raise UserError("the database URL (--db / MVP_DATABASE_URL) is malformed; expected "
+                        "sqlite:///PATH or postgresql+psycopg://USER:PASSWORD@HOST/NAME") from None
+    db_file = parsed.database if parsed.get_backend_name() == "sqlite" else None
+    if db_file and db_file != ":memory:" and os.path.exists(db_file) and not os.path.isfile(db_file):
+        # /dev/zero opens as an empty database and fails only on the first write
+        raise UserError(f"database {shown}: {db_file} is not a file")
+    try:
+        engine = make_engine(url)
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+    except (NoSuchModuleError, ImportError) as e:
+        raise UserError(f"database {shown}: no driver for this URL ({str(e).splitlines()[0]})") from None
+    except SQLAlchemyError as e:
+        why = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+        raise UserError(f"cannot open database {shown} ({why})") from None
+    return engine
+
+
 def open_db(url: str | None = None, data: str | os.PathLike | None = None) -> sessionmaker:
-    engine = make_engine(database_url(url, data))
+    engine = user_engine(database_url(url, data))
     upgrade(engine)
     return sessionmaker(engine, expire_on_commit=False)

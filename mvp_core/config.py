@@ -46,20 +46,42 @@ class _NoAliasLoader(yaml.SafeLoader):
                             f"are not allowed in a config")
         return super().compose_node(parent, index)
 
+    def construct_mapping(self, node, deep=False):
+        # pydantic sees a dict, so a repeated key would silently keep its last value; a key that is
+        # not text (`1: 2`, `null: x`) names no setting and has no spelling to suggest
+        self.flatten_mapping(node)
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            where = f"{self._source}: line {key_node.start_mark.line + 1}"
+            if not isinstance(key, str):
+                raise UserError(f"{where}: config keys are names, not {key!r}")
+            if key in seen:
+                raise UserError(f"{where}: key {key!r} is given twice")
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def _load_yaml(text: str, source: str):
+    """The value a YAML text holds, with _NoAliasLoader's rules; YAMLError or ValueError (an integer
+    of more than 4300 digits) when it is not valid."""
+    loader = _NoAliasLoader(text)
+    loader._source = source
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
 
 def parse_yaml_mapping(text: str, source: str = "config", ignore: tuple = IGNORED_KEYS) -> dict:
     """The mapping a YAML config text holds ({} for an empty text), without the `ignore` keys;
     one-line UserError otherwise."""
     if len(text.encode("utf-8", "replace")) > MAX_CONFIG_BYTES:
         raise UserError(f"{source} is larger than {MAX_CONFIG_BYTES // 1024} KiB; a config is a short mapping")
-    loader = _NoAliasLoader(text)
-    loader._source = source
     try:
-        loaded = loader.get_single_data()
-    except yaml.YAMLError as e:
+        loaded = _load_yaml(text, source)
+    except (yaml.YAMLError, ValueError) as e:
         raise UserError(f"{source} is not valid YAML ({str(e).splitlines()[0]})") from None
-    finally:
-        loader.dispose()
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
@@ -91,13 +113,16 @@ def parse_overrides(items: list[str]) -> dict:
             raise UserError(f"override {item!r} is not key=value")
         key, raw = item.split("=", 1)
         key = key.strip()
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
+        try:     # the config file's rules: an alias here expands as in a file ("billion laughs")
+            value = _load_yaml(raw, f"override {key}") if raw.strip() else ""
+        except (yaml.YAMLError, ValueError):
             value = raw
         if "." in key:   # one level of nesting: reward_weights.format=1
             head, sub = key.split(".", 1)
-            out.setdefault(head, {})[sub] = value
+            below = out.setdefault(head, {})
+            if not isinstance(below, dict):
+                raise UserError(f"override {item!r}: {head} is already set to {below!r}, which has no keys")
+            below[sub] = value
         else:
             out[key] = value
     return out

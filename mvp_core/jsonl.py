@@ -35,4 +35,8 @@ def read_jsonl(path: str | Path, what: str, not_json: str = "not JSON") -> list[
             rows.append((n, json.loads(line)))
         except json.JSONDecodeError as e:
             raise UserError(f"{path}:{n}: {not_json} ({e.msg})") from None
+        except ValueError as e:      # an integer of more than 4300 digits
+            raise UserError(f"{path}:{n}: {not_json} ({str(e).split(';')[0]})") from None
+        except RecursionError:       # [[[[... thousands deep: no record nests like that
+            raise UserError(f"{path}:{n}: {not_json} (nested too deeply)") from None
     return rows

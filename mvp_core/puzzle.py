@@ -119,6 +119,8 @@ def record_problem(d) -> str | None:
     missing = [k for k in RECORD_KEYS if k not in d]
     if missing:
         return f"puzzle record lacks {', '.join(missing)}"
+    if not isinstance(d["id"], str) or not d["id"]:
+        return f"id must be text, not {d['id']!r}"
     frames, mask, options, answer = d["frames"], d["mask"], d["options"], d["answer"]
     if not isinstance(frames, list) or not all(
             isinstance(f, dict) and _number(f.get("t")) and isinstance(f.get("uri"), str) for f in frames):
@@ -143,6 +145,17 @@ def record_problem(d) -> str | None:
     return None
 
 
+def repeated_id(records: list[dict]) -> str | None:
+    """The first id two records share, or None. Runs key puzzles by id (the input cache, stored
+    answers), so a second puzzle under the same id would silently get the first one's frames."""
+    seen = set()
+    for rec in records:
+        if rec["id"] in seen:
+            return rec["id"]
+        seen.add(rec["id"])
+    return None
+
+
 def read_puzzles_jsonl(path: str | Path, what: str = "puzzles file", split: str = "") -> list[dict]:
     """The puzzle records of a puzzles.jsonl file, only those of `split` when given (records carry
     `split` when exported from a frozen curated set). A missing file, a line that is not a record
@@ -156,4 +169,7 @@ def read_puzzles_jsonl(path: str | Path, what: str = "puzzles file", split: str 
             out.append(rec)
     if not out:
         raise UserError(f"{path} holds no puzzles" + (f" of split {split!r}" if split else ""))
+    dup = repeated_id(out)
+    if dup is not None:
+        raise UserError(f"{path}: puzzle id {dup!r} appears twice")
     return out

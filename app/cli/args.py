@@ -39,9 +39,16 @@ def config_and_overrides(args) -> tuple[str | None, list[str]]:
     """(config file or None, overrides): `mvp train key=value ...` without a file puts the first
     key=value where CONFIG goes."""
     path, overrides = args.config, list(args.overrides)
-    if path and "=" in path and not Path(path).exists():
+    if path and "=" in path and not _exists(path):
         return None, [path] + overrides
     return path, overrides
+
+
+def _exists(path: str) -> bool:
+    try:
+        return Path(path).exists()
+    except OSError:       # a key=value longer than a file name can be (ENAMETOOLONG) is no file
+        return False
 
 
 def use_set_flag(cfg, args) -> None:

@@ -38,8 +38,8 @@ def _import_args(p) -> None:
 
 
 def _upgrade(args) -> int:
-    from db.engine import current_revision, database_url, make_engine, upgrade
-    engine = make_engine(database_url(args.db, args.data))
+    from db.engine import current_revision, database_url, upgrade, user_engine
+    engine = user_engine(database_url(args.db, args.data))
     before = current_revision(engine)
     upgrade(engine)
     print(f"schema: {before or 'empty'} -> {current_revision(engine)}")
@@ -50,8 +50,8 @@ def _backup(args) -> int:
     from pathlib import Path
 
     from db.backup import backup
-    from db.engine import database_url, make_engine
-    engine = make_engine(database_url(args.db, args.data))
+    from db.engine import database_url, user_engine
+    engine = user_engine(database_url(args.db, args.data))
     try:
         print(json.dumps(backup(engine, Path(args.out))))
     finally:
@@ -60,8 +60,8 @@ def _backup(args) -> int:
 
 
 def _current(args) -> int:
-    from db.engine import current_revision, database_url, head_revision, make_engine
-    engine = make_engine(database_url(args.db, args.data))
+    from db.engine import current_revision, database_url, head_revision, user_engine
+    engine = user_engine(database_url(args.db, args.data))
     print(json.dumps({"database": current_revision(engine), "head": head_revision()}))
     return 0
 

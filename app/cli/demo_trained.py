@@ -11,6 +11,7 @@ checkpoint and the stored answers and skip all of it."""
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -68,6 +69,7 @@ def prepare(data: Path, url: str, minutes: float, n_videos: int = 100) -> tuple[
         _split(data, gen)
     train, heldout = work / "train.jsonl", work / "heldout.jsonl"
     if not (base / "config.json").is_file():
+        shutil.rmtree(base, ignore_errors=True)       # a build cut short: tiny-model refuses a non-empty folder
         _mvp("tiny-model", base, "--preset", "learn", "--seed", 0)    # the warm start's initialisation
     from mvp_core.grpo.rundir import RunDir, read_status
     if read_status(run).get("state") != "finished":

@@ -65,6 +65,9 @@ def _common(p) -> None:
 
 def _tiny_model(args) -> int:
     from mvp_core.model.tiny import build_tiny_model
+    out_dir = Path(args.out_dir)
+    if out_dir.is_dir() and any(out_dir.iterdir()):   # a trained checkpoint or a model would be overwritten
+        raise UserError(f"{out_dir} is not empty; give a new or empty directory")
     out = build_tiny_model(args.out_dir, seed=args.seed, family=args.family, preset=args.preset)
     print(f"tiny {args.family} model (preset {args.preset}) written to {out}")
     return 0
@@ -92,7 +95,7 @@ def load_puzzles(args) -> tuple[list[dict], Path]:
         records = records[: args.limit]
     if not records:
         raise UserError("no puzzles to run")
-    from mvp_core.puzzle import Puzzle
+    from mvp_core.puzzle import Puzzle, repeated_id
     for i, rec in enumerate(records, 1):
         try:
             Puzzle.from_dict(rec)          # runs puzzle.record_problem: its reason is the ValueError's text
@@ -103,6 +106,9 @@ def load_puzzles(args) -> tuple[list[dict], Path]:
         else:
             continue
         raise UserError(f"puzzle {i} of {args.puzzles or 'set ' + repr(args.set)} is not a puzzle ({why})")
+    dup = repeated_id(records)
+    if dup is not None:
+        raise UserError(f"{args.puzzles or 'set ' + repr(args.set)}: puzzle id {dup!r} appears twice")
     return records, data
 
 

@@ -20,7 +20,7 @@ def register(sub) -> None:
     _model_args(c)
     _source_args(c)
     c.add_argument("--out", required=True, help="states file to write (.pt)")
-    c.add_argument("--per-class", type=int, default=500, help="at most this many per class, sampled (default 500)")
+    c.add_argument("--per-class", type=positive_int, default=500, help="at most this many per class, sampled (default 500)")
     c.add_argument("--reward-threshold", type=float, default=1.0,
                    help="puzzles: an answer with reward >= this counts as good, like an exact one (default 1.0)")
     c.add_argument("--run", help="puzzles: label from this run's stored answers")
@@ -67,8 +67,8 @@ def _model_args(p) -> None:
     p.add_argument("--model", required=True, help="local model directory (causal LM or Qwen-VL)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default="auto")
-    p.add_argument("--batch-size", type=int, default=16, help="prompts per forward / generate call")
-    p.add_argument("--max-new-tokens", type=int, default=32)
+    p.add_argument("--batch-size", type=positive_int, default=16, help="prompts per forward / generate call")
+    p.add_argument("--max-new-tokens", type=positive_int, default=32)
     p.add_argument("--threads", type=positive_int, help="torch CPU threads")
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from mvp_core.errors import UserError
+
 
 def rng_state() -> dict:
     state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
@@ -62,18 +64,49 @@ def save_checkpoint(ckpt_dir: Path, *, model, processor, optimizer, scheduler, s
     barrier()
 
 
+def check_readable(ckpt_dir: Path) -> None:
+    """Refuse a checkpoint whose files are torn (a disk filled up, a copy cut short) before a resume
+    writes anything into the run directory: weights by their safetensors header, which must cover the
+    file exactly; torch files by their zip directory, at the end of the file; JSON by parsing it.
+    Cheap (no tensor is read), so the good checkpoints before it stay the way to go on."""
+    import zipfile
+
+    from safetensors import SafetensorError, safe_open
+    ckpt_dir = Path(ckpt_dir)
+    for f in sorted(ckpt_dir.iterdir()):
+        try:
+            if f.suffix == ".safetensors":
+                with safe_open(str(f), framework="pt"):
+                    pass
+                continue
+            if f.suffix == ".pt" and not zipfile.is_zipfile(f):
+                why = "not a complete torch file"
+            elif f.suffix == ".json" and not isinstance(json.loads(f.read_text(encoding="utf-8")), dict):
+                why = "not a JSON object"
+            else:
+                continue
+        except (SafetensorError, OSError, ValueError, RecursionError) as e:
+            why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise UserError(f"checkpoint {ckpt_dir}: {f.name} is damaged ({why}); move that checkpoint directory "
+                        f"away to resume from the one before it")
+
+
 def read_trainer_state(ckpt_dir: Path) -> dict:
     return json.loads((Path(ckpt_dir) / "trainer_state.json").read_text())
 
 
 def load_optimizer_state(ckpt_dir: Path, optimizer, scheduler, load_full=None) -> None:
     """`load_full(state)` loads a full FQN-keyed state saved under FSDP (distributed.py)."""
-    state = torch.load(Path(ckpt_dir) / "optimizer.pt", map_location="cpu", weights_only=False)
-    if load_full is not None:
-        load_full(state)
-    else:
-        optimizer.load_state_dict(state)
-    scheduler.load_state_dict(torch.load(Path(ckpt_dir) / "scheduler.pt", weights_only=False))
+    try:
+        state = torch.load(Path(ckpt_dir) / "optimizer.pt", map_location="cpu", weights_only=False)
+        if load_full is not None:
+            load_full(state)
+        else:
+            optimizer.load_state_dict(state)
+        scheduler.load_state_dict(torch.load(Path(ckpt_dir) / "scheduler.pt", weights_only=False))
+    except (OSError, RuntimeError, ValueError, KeyError, EOFError) as e:   # missing, torn, or another model's
+        raise UserError(f"checkpoint {ckpt_dir}: cannot restore the optimizer "
+                        f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
 
 
 def load_rng(ckpt_dir: Path, rank: int) -> bool:

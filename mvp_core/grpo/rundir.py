@@ -76,10 +76,11 @@ class RunDir:
     def truncate_metrics(self, last_step: int) -> None:
         """On resume, drop metric lines written after the checkpoint (the steps are redone)."""
         rows = read_metrics(self.path)
-        keep = [r for r in rows if r.get("step", 0) <= last_step]
+        keep = [r for r in rows if isinstance(r.get("step", 0), int) and r.get("step", 0) <= last_step]
         _atomic_write(self.metrics_file, "".join(json.dumps(r) + "\n" for r in keep))
         for p in self.completions.glob("step_*.parquet"):
-            if int(p.stem.split("_")[1]) > last_step:
+            step = step_of(p.stem)
+            if step is not None and step > last_step:
                 p.unlink()
 
     def write_completions(self, step: int, rows: list[dict]) -> None:
@@ -106,8 +107,9 @@ class RunDir:
         out = []
         if self.checkpoints.is_dir():
             for p in self.checkpoints.iterdir():
-                if p.name.startswith("step_") and p.is_dir() and (p / "trainer_state.json").is_file():
-                    out.append((int(p.name.split("_")[1]), p))
+                step = step_of(p.name)     # not step_000010.tmp: a save killed before its rename
+                if step is not None and p.is_dir() and (p / "trainer_state.json").is_file():
+                    out.append((step, p))
         return sorted(out)
 
     def latest_checkpoint(self) -> tuple[int, Path] | None:
@@ -122,6 +124,12 @@ class RunDir:
             shutil.rmtree(p, ignore_errors=True)
 
 
+def step_of(name: str) -> int | None:
+    """N of a name `step_N` (a checkpoint directory, a completions file's stem); None for any other name."""
+    digits = name.removeprefix("step_")
+    return int(digits) if name.startswith("step_") and digits.isdigit() and digits.isascii() else None
+
+
 def read_metrics(path: str | Path) -> list[dict]:
     """metrics.jsonl as a list of dicts; a half-written last line (a run being written) is skipped."""
     f = Path(path) / "metrics.jsonl"
@@ -130,7 +138,7 @@ def read_metrics(path: str | Path) -> list[dict]:
         for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 row = json.loads(line)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):     # torn, garbage, or absurdly nested
                 continue
             if isinstance(row, dict):
                 rows.append(row)
@@ -142,7 +150,7 @@ def read_status(path: str | Path) -> dict:
     f = Path(path) / "status.json"
     try:
         status = json.loads(f.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return status if isinstance(status, dict) else {}
 

@@ -35,6 +35,7 @@ def start_point(run: RunDir, resume: bool, log: RunLogger) -> tuple[int, object]
         log.info("resume: no checkpoint yet, starting from step 0")
         return 0, None
     start_step, ckpt = latest
+    checkpoint.check_readable(ckpt)      # before mark_running touches status and metrics
     log.info(f"resuming from {ckpt} (step {start_step})")
     return start_step, ckpt
 

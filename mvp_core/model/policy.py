@@ -35,8 +35,8 @@ def model_type(path) -> str:
         raise UserError(f"{p} is not a model directory (no config.json)")
     try:
         mt = json.loads(cfg_file.read_text()).get("model_type")
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as e:
-        raise UserError(f"{cfg_file} is not valid JSON ({e})") from None
+    except (ValueError, AttributeError, RecursionError) as e:   # not JSON / UTF-8, not an object, 4300+ digits, too deep
+        raise UserError(f"{cfg_file} is not valid JSON ({str(e).split(';')[0] or type(e).__name__})") from None
     if mt not in MODEL_CLASSES:
         raise UserError(f"{p}: model_type {mt!r} is not supported (supported: {', '.join(MODEL_CLASSES)})")
     return mt
@@ -106,10 +106,15 @@ def load_policy(path, dtype: str = "auto", device: str = "cpu", attn_implementat
     kwargs = {"dtype": torch_dtype}
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
+    from safetensors import SafetensorError
     try:
         model = cls.from_pretrained(str(path), **kwargs)
-    except (OSError, ValueError) as e:
-        raise UserError(f"{path}: cannot load the model weights ({str(e).splitlines()[0]})") from None
+    # SafetensorError: a torn weights file; RuntimeError: weights or config.json sizes that do not fit
+    except (OSError, ValueError, RuntimeError, TypeError, SafetensorError) as e:
+        why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if "ignore_mismatched_sizes" in why:     # transformers' line points at a report printed above it
+            why = "the weights' shapes do not match config.json"
+        raise UserError(f"{path}: cannot load the model weights ({why})") from None
     model.to(device)
     model.eval()
     return model, processor
