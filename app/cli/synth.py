@@ -158,8 +158,11 @@ def _process_all(tally: _Tally, cfg, settings, data, bar) -> list:
     """Every file to do, on the chosen engine; returns the results held back for --cross-video
     (they wait for every video's donor frames, kept in memory); the others are stored as they come."""
     held: list = []
+    todo = tally.keys
+    if not todo:
+        return held
 
-    def on_result(res) -> None:
+    def keep(res) -> None:
         if cfg.cross_video and res.ok:
             held.append(res)
         else:
@@ -167,9 +170,7 @@ def _process_all(tally: _Tally, cfg, settings, data, bar) -> list:
         bar.update(1)
         bar.set_postfix(puzzles=tally.stats["puzzles"], skipped=tally.stats["skipped"])
 
-    todo = tally.keys
-    if not todo:
-        return held
+    on_result = _SameSizeInPathOrder(todo, keep)
     # largest files first: the long videos start early and the small ones fill in (fewer idle workers at the end)
     order = sorted(todo, key=lambda p: -todo[p][1])
     if settings.engine == "ray":
@@ -180,6 +181,29 @@ def _process_all(tally: _Tally, cfg, settings, data, bar) -> list:
         run_local(order, cfg, str(data), settings.workers, settings.timeout, on_result,
                   stall_s=settings.stall_timeout)
     return held
+
+
+class _SameSizeInPathOrder:
+    """Passes results on as they come, except that files of equal size (the only ones that can be
+    copies of one video) go in path order whatever order the workers finish them in: the copy stored
+    first names the video in every record, so with 2 workers two copies of one video gave a different
+    puzzles.jsonl than with 1. Only a file waiting for a same-size file's result is held back."""
+
+    def __init__(self, todo: dict[str, tuple], on_result):
+        self.on_result, self.waiting = on_result, {}
+        by_size: dict[int, list[str]] = {}
+        for path in sorted(todo):
+            by_size.setdefault(todo[path][1], []).append(path)
+        self.queue_of = {p: group for group in by_size.values() if len(group) > 1 for p in group}
+
+    def __call__(self, res) -> None:
+        queue = self.queue_of.get(res.path)
+        if queue is None:
+            self.on_result(res)
+            return
+        self.waiting[res.path] = res
+        while queue and queue[0] in self.waiting:
+            self.on_result(self.waiting.pop(queue.pop(0)))
 
 
 def _store_held(held: list, tally: _Tally, cfg, data) -> None:

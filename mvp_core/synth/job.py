@@ -24,7 +24,8 @@ from mvp_core.puzzle import LABELS, SYNTH_VERSION, Frame, Mask, Option, Puzzle, 
 from mvp_core.synth.config import SynthConfig
 from mvp_core.synth.embed import EmbedderSpec, decode_jpeg, is_flat
 from mvp_core.synth.plan import Layout, count_keyframes, plan_puzzles
-from mvp_core.video.decode import check_file, file_sha256, iter_frames, native_fps, pick_indices, probe, sample_times
+from mvp_core.video.decode import (MAX_GAP_S, check_file, file_sha256, iter_frames, native_fps, pick_indices, probe,
+                                    sample_times)
 from mvp_core.video.frames import FrameStore, encode_jpeg
 
 EMBED_BATCH = 32
@@ -38,6 +39,11 @@ LIMIT_BASE_S = 60.0
 LIMIT_SAFETY = 20.0
 DECODE_PIXELS_PER_S = 4.6e8
 PER_SAMPLE_S = 0.005
+# Sampled frames kept per video: the planner's similarity matrix is quadratic in it (3600: 52 MB) and
+# every sample's JPEG is held until the plan is made. Without a cap a 10-hour video at 1 fps needed
+# ~10 GB. A longer video keeps every 2nd, 4th, ... sample (thinned while decoding, so a container
+# that misstates its duration is covered too): it is sampled at --fps / 2, / 4, ...
+MAX_SAMPLES = 3600  # even, so every kept sample stays on the thinned grid
 Progress = Callable[[dict], None]
 
 
@@ -107,7 +113,9 @@ def _process(path: Path, cfg: SynthConfig, data_dir: str, progress: Progress) ->
     kappa = cfg.kappa if cfg.kappa is not None else embedder.default_kappa
     native = native_fps(meta)
     seed = int(stable_id(cfg.seed, sha)[:8], 16)
-    all_times, all_E, all_jpegs, flat = _sample(path, rates[-1], cfg.max_side, embedder, progress)
+    all_times, all_E, all_jpegs, flat, stride = _sample_thinned(path, rates[-1], cfg.max_side, embedder, progress)
+    if stride > 1:  # a long video: the slowest rate is what is left after thinning
+        rates = [rates[-1] / stride]
     if not all_times:
         raise VideoError("no decodable frames")
     if flat.all():
@@ -124,7 +132,8 @@ def _process(path: Path, cfg: SynthConfig, data_dir: str, progress: Progress) ->
         found = count_keyframes(all_E[keep], kappa)
         raise VideoError(f"{reason}; {len(keep)} frames sampled at {fps:.3g} fps"
                          + (f" ({n_flat} flat dropped)" if n_flat else "") + f", {found} distinct keyframes found")
-    duration = meta.duration_s if meta.duration_s > 0 else times[-1]
+    # the container's duration, unless it is unknown or hours past the last frame (a wrapped timestamp)
+    duration = meta.duration_s if 0 < meta.duration_s <= all_times[-1] + MAX_GAP_S else times[-1]
     video = VideoInfo(id=sha[:16], path=str(path), sha256=sha, fps=round(native, 4),
                       duration_s=round(duration, 4), width=meta.width, height=meta.height)
     store = FrameStore(data_dir)
@@ -158,14 +167,25 @@ def _embedder(spec: str, progress: Progress):
 
 def _sample(path: Path, fps: float, max_side: int, embedder, progress: Progress,
             ) -> tuple[list[float], np.ndarray, list[bytes], np.ndarray]:
+    return _sample_thinned(path, fps, max_side, embedder, progress)[:4]
+
+
+def _sample_thinned(path: Path, fps: float, max_side: int, embedder, progress: Progress,
+                    ) -> tuple[list[float], np.ndarray, list[bytes], np.ndarray, int]:
     """Stream frames once: keep each frame's JPEG bytes (small), the embedding of those bytes as
-    stored, and whether it is flat; never the pixels."""
+    stored, and whether it is flat; never the pixels. Past MAX_SAMPLES every other sample is dropped
+    and from then on only every `stride`-th decoded sample is kept (returned last)."""
     times: list[float] = []
     jpegs: list[bytes] = []
     embs: list[np.ndarray] = []
     flat: list[bool] = []
     batch: list[np.ndarray] = []
-    for t, img in iter_frames(path, fps, max_side):
+    stride = 1
+    for n, (t, img) in enumerate(iter_frames(path, fps, max_side)):
+        if (n + 1) % PROGRESS_EVERY == 0:  # thinned-out samples are progress too (the watchdog)
+            progress({"phase": "decoding", "frames": n + 1})
+        if n % stride:
+            continue
         times.append(round(t, 4))
         jpegs.append(encode_jpeg(img))
         stored = decode_jpeg(jpegs[-1])
@@ -174,12 +194,17 @@ def _sample(path: Path, fps: float, max_side: int, embedder, progress: Progress,
         if len(batch) == EMBED_BATCH:
             embs.append(embedder.embed(batch))
             batch = []
-        if len(times) % PROGRESS_EVERY == 0:
-            progress({"phase": "decoding", "frames": len(times)})
+        if len(times) > MAX_SAMPLES:
+            if batch:
+                embs.append(embedder.embed(batch))
+                batch = []
+            embs = [np.concatenate(embs)[::2]]
+            times, jpegs, flat = times[::2], jpegs[::2], flat[::2]
+            stride *= 2
     if batch:
         embs.append(embedder.embed(batch))
     E = np.concatenate(embs) if embs else np.zeros((0, 1), np.float32)
-    return times, E, jpegs, np.asarray(flat, bool)
+    return times, E, jpegs, np.asarray(flat, bool), stride
 
 
 def _record(lay: Layout, video: VideoInfo, times: list[float], uris: dict[int, str], cfg: SynthConfig,

@@ -30,17 +30,27 @@ class Layout:
 def similarities(E: np.ndarray) -> np.ndarray:
     """All pairwise similarities of one video's samples, computed once: the planner reads this matrix
     (many small products against E are far slower, BLAS start-up per call dominates)."""
-    return (E @ E.T).astype(np.float32)
+    return (E @ E.T).astype(np.float32, copy=False)
+
+
+_NEAR = 64  # samples searched first for the next keyframe (usually a few frames on)
 
 
 def _walk(S: np.ndarray, start: int, kappa: float, limit: int) -> list[int]:
-    """Walk forward from `start`, keeping a frame only if its similarity to the last kept <= kappa."""
+    """Walk forward from `start`, keeping a frame only if its similarity to the last kept <= kappa.
+    Each step searches the column in numpy, a near window first: a per-element Python loop made a
+    static video (no step ever found, every start walks to the end) quadratic in Python time."""
     kept = [start]
-    for i in range(start + 1, len(S)):
-        if len(kept) == limit:
+    while len(kept) < limit:
+        k = kept[-1]
+        near = np.flatnonzero(S[k + 1:k + 1 + _NEAR, k] <= kappa)
+        if near.size:
+            kept.append(k + 1 + int(near[0]))
+            continue
+        far = np.flatnonzero(S[k + 1 + _NEAR:, k] <= kappa)
+        if not far.size:
             break
-        if S[i, kept[-1]] <= kappa:
-            kept.append(i)
+        kept.append(k + 1 + _NEAR + int(far[0]))
     return kept
 
 

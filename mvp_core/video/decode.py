@@ -20,6 +20,9 @@ from mvp_core.errors import VideoError
 VIDEO_EXTENSIONS = {".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".gif", ".mpg", ".mpeg",
                     ".wmv", ".flv", ".3gp", ".ts", ".ogv"}
 MAX_PIXELS = 8192 * 8192  # refuse absurd sizes before decoding a single frame
+# A jump between consecutive frames longer than this is a broken timestamp (a concatenated or wrapped
+# MPEG-TS jumps ~26 h), not content: frame times continue one frame after the previous one instead.
+MAX_GAP_S = 3600.0
 
 
 @dataclass
@@ -83,15 +86,16 @@ def probe(path: Path) -> VideoMeta:
             try:  # the display matrix is on decoded frames in PyAV >= 13
                 first = next(c.decode(video=0))
                 rotation = int(getattr(first, "rotation", 0) or 0) % 360
-            except StopIteration:
+            except (StopIteration, av.error.EOFError):  # EOFError: a stream header with no packets
                 raise VideoError("video stream has no decodable frame") from None
             w, h = (s.height, s.width) if rotation in (90, 270) else (s.width, s.height)
             return VideoMeta(fps=fps, duration_s=duration, width=w, height=h,
                              n_frames=int(s.frames or 0), rotation=rotation)
     except VideoError:
         raise
-    except av.error.FFmpegError as e:
-        raise VideoError(f"not a readable video ({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
+    except av.error.FFmpegError as e:  # strerror: the message without the errno and the file name
+        why = (e.strerror or str(e)).splitlines() or [""]
+        raise VideoError(f"not a readable video ({type(e).__name__}: {why[0][:120]})") from None
     except (OSError, ValueError, IndexError) as e:
         raise VideoError(f"not a readable video ({type(e).__name__}: {str(e)[:120]})") from None
 
@@ -138,10 +142,12 @@ def _iter_decord(path: Path, fps: float, max_side: int):
         starts = vr.get_frame_timestamp(np.arange(n))[:, 0] if n else np.zeros(0)
     except Exception:  # decord raises its own DECORDError or RuntimeError; PyAV gets a second try
         raise _DecordUnusable() from None
-    if n == 0 or not np.all(np.isfinite(starts)):
-        raise _DecordUnusable()
+    if n == 0 or not timestamps_usable(starts):
+        raise _DecordUnusable()  # PyAV decodes in order and repairs the times (_Clock)
     duration = float(starts[-1]) + (float(np.median(np.diff(starts))) if n > 1 else 0.0)
     wanted = pick_indices(starts, sample_times(duration, fps))
+    if not wanted:
+        raise _DecordUnusable()
     pos = 0
     for i in wanted:
         if i > pos:
@@ -154,6 +160,34 @@ def _iter_decord(path: Path, fps: float, max_side: int):
                 raise _DecordUnusable()
             raise VideoError(f"decoder returned a malformed frame {frame.shape}")
         yield float(starts[i]), resize_max(frame, max_side)
+
+
+def timestamps_usable(starts: np.ndarray) -> bool:
+    """Whether decord's frame start times can drive the sampling: decord reports AV_NOPTS as one
+    constant negative time for every frame (MPEG-2 in AVI: no frame was ever sampled), and hangs in
+    skip_frames after a timestamp jump (concatenated MPEG-TS)."""
+    if not np.all(np.isfinite(starts)) or not -1.0 <= float(starts[0]) <= MAX_GAP_S:
+        return False
+    d = np.diff(starts)
+    return bool(np.all(d >= 0) and np.all(d <= MAX_GAP_S)) and (len(starts) == 1 or starts[-1] > starts[0])
+
+
+class _Clock:
+    """Frame times in seconds from the first frame, kept continuous: a missing timestamp, one that goes
+    backwards or one that jumps by more than MAX_GAP_S continues one native frame after the previous."""
+
+    def __init__(self, frame_s: float):
+        self.frame_s, self.raw_prev, self.t_prev = frame_s, None, None
+
+    def __call__(self, raw: float | None) -> float:
+        if self.t_prev is None:
+            t = 0.0
+        elif raw is None or self.raw_prev is None or not self.raw_prev <= raw <= self.raw_prev + MAX_GAP_S:
+            t = self.t_prev + self.frame_s
+        else:
+            t = self.t_prev + (raw - self.raw_prev)
+        self.raw_prev, self.t_prev = raw, t
+        return t
 
 
 def _iter_pyav(path: Path, fps: float, max_side: int):
@@ -169,19 +203,19 @@ def _iter_pyav(path: Path, fps: float, max_side: int):
         rate = float(stream.average_rate or stream.guessed_rate or 25)
         half = 0.5 / rate  # half a native frame: the same tolerance as pick_indices
         next_t, step, got = 0.0, 1.0 / fps, False
+        clock = _Clock(1.0 / rate)
         try:
             for frame in container.decode(stream):
-                if frame.time is None:
-                    continue
-                if frame.time < next_t - half:
+                t = clock(frame.time)
+                if t < next_t - half:
                     continue
                 img = frame.to_ndarray(format="rgb24")
                 rot = int(getattr(frame, "rotation", 0) or 0) % 360
                 if rot:
                     img = np.ascontiguousarray(np.rot90(img, rot // 90))
                 got = True
-                yield float(frame.time), resize_max(img, max_side)
-                while next_t <= frame.time + half:
+                yield t, resize_max(img, max_side)
+                while next_t <= t + half:
                     next_t += step
         except av.error.FFmpegError as e:
             if not got:

@@ -75,7 +75,10 @@ def _file_reason(p: Path) -> str:
 def _symlink_reason(p: Path, real_root: Path) -> str:
     if not p.is_symlink():
         return ""
-    target = p.resolve()
+    try:
+        target = p.resolve()
+    except (RuntimeError, OSError):  # a symlink loop (Python 3.11 raises RuntimeError for it)
+        return "symlink loop (the link points back to itself)"
     if not target.exists():
         return "broken symlink"
     if real_root not in target.parents:
