@@ -39,10 +39,15 @@ def model_name(model) -> str:
 
 
 def hidden_from_call(args: tuple, kwargs: dict):
-    """The hidden states a decoder layer was called with (positional in transformers 5, kwarg in some)."""
-    if args:
-        return args[0]
-    return kwargs["hidden_states"]
+    """The hidden states a decoder layer was called with (positional in transformers 5, kwarg in some).
+    Only [batch, seq, hidden] is understood: a layer that takes a stack of streams (Gemma 3n's AltUp,
+    [streams, batch, seq, hidden]) would have the wrong axis read and steered, silently."""
+    h = args[0] if args else kwargs.get("hidden_states")
+    if not hasattr(h, "dim") or h.dim() != 3:
+        shape = list(h.shape) if hasattr(h, "shape") else type(h).__name__
+        raise UserError(f"this decoder's layers take hidden states of shape {shape}, not [batch, seq, hidden]: "
+                        "not supported for steering")
+    return h
 
 
 def replace_hidden(args: tuple, kwargs: dict, new):

@@ -83,6 +83,8 @@ class Steering:
         self._handles: list = []
         self._calls: dict[int, int] = {}
         self._rows = None   # gate "entry": rows to steer in the current forward call
+        self._prefill: bool | None = None   # positions "prompt": is the current call a prefill (None: unknown)
+        self._cache = None                  # weak reference to the last generate() cache seen
 
     def _hook(self, layer: int):
         energy = self.bank.models[layer]
@@ -90,7 +92,7 @@ class Steering:
 
         def hook(_mod, args, kwargs):
             h = hidden_from_call(args, kwargs)
-            if self.cfg.positions == "prompt" and h.shape[1] == 1:
+            if self.cfg.positions == "prompt" and not self._is_prefill(h):
                 return None   # a decoding call: its token's state is not one the energies learned
             rows = None
             if self.cfg.gate == "entry":
@@ -117,6 +119,29 @@ class Steering:
             return replace_hidden(args, kwargs, new)
         return hook
 
+    def _call_hook(self, _mod, _args, kwargs):
+        """positions "prompt": tell the prefill from the decoding calls. Shape alone cannot (a one-token
+        prompt's prefill is [B, 1] like a decoding step); generate() passes a fresh cache object to its
+        prefill call and the same one to every decoding call (transformers 5 names it `cache`, earlier
+        `past_key_values`; Mamba `cache_params`). Without a cache every call is a full pass."""
+        import weakref
+        cache = next((kwargs[k] for k in ("cache", "past_key_values", "cache_params") if kwargs.get(k) is not None),
+                     None)
+        if cache is None:
+            self._prefill = None
+            return None
+        seen = self._cache() if self._cache is not None else None
+        self._prefill = seen is not cache
+        if self._prefill:
+            try:      # weak: the finished generate's KV cache is not kept alive (and ids can be reused)
+                self._cache = weakref.ref(cache)
+            except TypeError:
+                self._cache = lambda c=cache: c
+        return None
+
+    def _is_prefill(self, h: torch.Tensor) -> bool:
+        return self._prefill if self._prefill is not None else h.shape[1] > 1
+
     def __enter__(self) -> Steering:
         if not self.enabled:
             return self
@@ -127,6 +152,8 @@ class Steering:
         mods = decoder_layers(self.model)
         device = next(self.model.parameters()).device
         try:
+            if self.cfg.positions == "prompt":
+                self._handles.append(self.model.register_forward_pre_hook(self._call_hook, with_kwargs=True))
             for li in self.layers:
                 self.bank.models[li].to(device=device, dtype=torch.float32).eval()
                 self._handles.append(mods[li].register_forward_pre_hook(self._hook(li), with_kwargs=True))
@@ -139,6 +166,7 @@ class Steering:
         for h in self._handles:
             h.remove()
         self._handles = []
+        self._prefill, self._cache = None, None
 
     def __exit__(self, *exc) -> bool:
         self.remove()
