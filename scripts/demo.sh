@@ -5,7 +5,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup_env.sh runtime
 DATA="${MVP_DATA_DIR:-$PWD/data/demo}"
+if [ -e "$DATA" ] && [ ! -d "$DATA" ]; then
+  echo "error: the data directory $DATA exists and is not a directory (set MVP_DATA_DIR to another path)" >&2
+  exit 2
+fi
 mkdir -p "$DATA/videos"
+# One demo per data directory: two at once would train into the same run and race on the sample cache.
+# The lock is on fd 9, inherited by every step and by the server (exec below), released when the last exits.
+exec 9>>"$DATA/.demo.lock"
+if ! .venv/bin/python -c 'import fcntl; fcntl.flock(9, fcntl.LOCK_EX | fcntl.LOCK_NB)' 2>/dev/null; then
+  echo "error: another demo is running on $DATA (it holds $DATA/.demo.lock); wait for it or set MVP_DATA_DIR" >&2
+  exit 2
+fi
+case " $* " in
+  *" --no-serve "*) ;;
+  *) .venv/bin/python -m app.cli.serve 127.0.0.1 "${PORT:-7860}" ;;   # a taken port: say so now, not after minutes of work
+esac
 .venv/bin/python scripts/sample_videos.py "$DATA/videos"
 .venv/bin/mvp synth "$DATA/videos" --data "$DATA" --per-video 4 --workers 2
 .venv/bin/mvp audit --data "$DATA" --json "$DATA/audit.json"   # prints the table; the JSON goes to the file

@@ -11,8 +11,10 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
   .venv/bin/pip install -q --upgrade pip
 fi
-stamp=".venv/.installed-$kind-$(cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -c1-16)"
-if [ ! -f "$stamp" ]; then
+hash="$(cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -c1-16)"
+stamp=".venv/.installed-$kind-$hash"
+# dev includes runtime (-r requirements.txt): a dev install needs no second pip run
+if [ ! -f "$stamp" ] && [ ! -f ".venv/.installed-dev-$hash" ]; then
   .venv/bin/pip install -q -r "$req"
   .venv/bin/pip install -q --no-deps -e .
   touch "$stamp"

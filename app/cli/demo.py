@@ -31,17 +31,31 @@ def register(sub) -> None:
     p.set_defaults(func=handler)
 
 
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM ends the demo like Ctrl-C: `interrupted`, exit 130, children stopped (Python's default
+    would die at once and leave a rollout or the trainer running on the data directory)."""
+    import signal
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, stop)
+
+
 def handler(args) -> int:
     import subprocess
     import sys
 
     from sqlalchemy import func, select
 
+    from app.cli.demo_trained import run_done
     from db.engine import data_dir, database_url, open_db
     from db.models import Puzzle
-    from db.models.runs import Rollout
     from db.users import add_user, get_user, set_password
     from mvp_core.errors import UserError
+    _interrupt_on_sigterm()
+    if not args.no_serve:       # before minutes of work, not after
+        from app.cli.serve import check_port
+        check_port(args.host, args.port)
     data = data_dir(args.data)
     url = database_url(args.db, data)
     Session = open_db(url, data)
@@ -56,13 +70,19 @@ def handler(args) -> int:
             password = args.password or secrets.token_urlsafe(9)
             set_password(s, args.user, password)
         s.commit()
-        have = s.scalar(select(func.count()).select_from(Rollout).where(Rollout.run_id == DEMO_RUN)) or 0
-    if have == 0:
+    if not run_done(Session, DEMO_RUN):
         model = data / "models" / "tiny-random-qwen25vl"
         if not (model / "config.json").exists():
+            import shutil
+
             from mvp_core.model.tiny import build_tiny_model
             print(f"building a tiny random-weight Qwen2.5-VL in {model}", flush=True)
-            build_tiny_model(model)
+            # built beside and renamed: a build cut short (config.json, no weights) is never taken for done
+            part = model.with_name(model.name + ".part")
+            shutil.rmtree(part, ignore_errors=True)
+            shutil.rmtree(model, ignore_errors=True)
+            build_tiny_model(part)
+            part.rename(model)
         jsonl = data / "puzzles.jsonl"
         if not jsonl.exists():
             raise UserError(f"{jsonl} is missing; rerun `mvp synth ... --data {data}`")

@@ -30,15 +30,40 @@ def _mvp(*args, deadline: float | None = None) -> None:
     cmd = [sys.executable, "-m", "app.cli", *map(str, args)]
     proc = subprocess.Popen(cmd, cwd=ROOT)
     stopped = False
-    while proc.poll() is None:
-        if deadline is not None and time.time() > deadline:
-            proc.send_signal(signal.SIGTERM)      # the trainer saves a checkpoint and exits 0
-            proc.wait(timeout=300)
-            stopped = True                        # (before its first step it just dies: no checkpoint)
-            break
-        time.sleep(0.5)
+    try:
+        while proc.poll() is None:
+            if deadline is not None and time.time() > deadline:
+                proc.send_signal(signal.SIGTERM)      # the trainer saves a checkpoint and exits 0
+                proc.wait(timeout=300)
+                stopped = True                        # (before its first step it just dies: no checkpoint)
+                break
+            time.sleep(0.5)
+    except BaseException:
+        _stop(proc)
+        raise
     if proc.returncode != 0 and not stopped:
         raise UserError(f"demo: `mvp {args[0]}` failed (exit {proc.returncode}; see above)")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """The demo was interrupted: stop the child too, never leave it writing to the data directory
+    behind our back (the trainer finishes its step and saves on SIGTERM; a second Ctrl-C kills it)."""
+    if proc.poll() is not None:
+        return
+    print(f"demo: stopping `mvp {proc.args[3]}` (pid {proc.pid})", file=sys.stderr, flush=True)
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=180)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Whole or absent: a file cut short by an interrupt would pass for done on the next run."""
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(text)
+    tmp.replace(path)
 
 
 def _split(data: Path, gen: Path) -> tuple[Path, Path]:
@@ -51,7 +76,7 @@ def _split(data: Path, gen: Path) -> tuple[Path, Path]:
     for name, keep in (("train", lambda v: v not in held), ("heldout", lambda v: v in held)):
         path = data / "demo-trained" / f"{name}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(json.dumps(r) + "\n" for r in recs if keep(r["video"]["id"])))
+        _write_atomic(path, "".join(json.dumps(r) + "\n" for r in recs if keep(r["video"]["id"])))
         out.append(path)
     return out[0], out[1]
 
@@ -69,10 +94,15 @@ def prepare(data: Path, url: str, minutes: float, n_videos: int = 100) -> tuple[
         _split(data, gen)
     train, heldout = work / "train.jsonl", work / "heldout.jsonl"
     if not (base / "config.json").is_file():
-        shutil.rmtree(base, ignore_errors=True)       # a build cut short: tiny-model refuses a non-empty folder
-        _mvp("tiny-model", base, "--preset", "learn", "--seed", 0)    # the warm start's initialisation
+        # built beside and renamed: a build cut short (config.json written, weights not) is never taken for done
+        part = base.with_name(base.name + ".part")
+        shutil.rmtree(part, ignore_errors=True)       # tiny-model refuses a non-empty folder
+        shutil.rmtree(base, ignore_errors=True)
+        _mvp("tiny-model", part, "--preset", "learn", "--seed", 0)    # the warm start's initialisation
+        part.rename(base)
     from mvp_core.grpo.rundir import RunDir, read_status
-    if read_status(run).get("state") != "finished":
+    trained = work / "trained"   # training ended (finished or stopped at the cap); absent: cut short, resume it
+    if read_status(run).get("state") != "finished" and not trained.is_file():
         print(f"training the demo model for up to {minutes:g} min (GRPO from {WARM_START.name} on {train}); "
               "runs once", flush=True)
         # the proof's GRPO settings (configs/proof-grpo.yaml) at a 10x smaller lr: 1e-4 lowers the warm
@@ -81,20 +111,26 @@ def prepare(data: Path, url: str, minutes: float, n_videos: int = 100) -> tuple[
              f"data_dir={data}", f"output_dir={run}", f"eval_puzzles={heldout}", f"eval_data_dir={data}",
              "learning_rate=1e-5", "max_steps=20", "save_steps=10", "eval_steps=10", "eval_limit=24",
              *(["--resume"] if (run / "config.yaml").is_file() else []), deadline=time.time() + 60 * minutes)
+        if RunDir(run).latest_checkpoint() is not None:
+            _write_atomic(trained, "")
     latest = RunDir(run).latest_checkpoint()
     if latest is None:
         raise UserError(f"demo: the GRPO run in {run} saved no checkpoint")
     return latest[1], base, heldout
 
 
+def run_done(Session, run_id: str) -> bool:
+    """Whether the rollout run finished: a cut-short run is 'running' or 'stopped' with some answers
+    (rerunning `mvp rollout` resumes it, storing only the missing ones)."""
+    from db.models.runs import Run
+    with Session() as s:
+        run = s.get(Run, run_id)
+        return run is not None and run.status == "done"
+
+
 def store_answers(Session, data: Path, url: str, minutes: float, G: int, limit: int) -> None:
     """Stored answers of the warm start, the GRPO checkpoint and the base model on the same held-out puzzles."""
-    from sqlalchemy import func, select
-
-    from db.models.runs import Rollout
-    with Session() as s:
-        have = {r: s.scalar(select(func.count()).select_from(Rollout).where(Rollout.run_id == r)) or 0
-                for r in (SFT_RUN, GRPO_RUN, BASE_RUN)}
+    have = {r: run_done(Session, r) for r in (SFT_RUN, GRPO_RUN, BASE_RUN)}
     if all(have.values()):
         return
     trained, base, heldout = prepare(data, url, minutes)
