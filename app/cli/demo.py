@@ -47,7 +47,7 @@ def handler(args) -> int:
 
     from sqlalchemy import func, select
 
-    from app.cli.demo_trained import run_done
+    from app.cli.demo_trained import build_beside, run_done
     from db.engine import data_dir, database_url, open_db
     from db.models import Puzzle
     from db.users import add_user, get_user, set_password
@@ -73,16 +73,9 @@ def handler(args) -> int:
     if not run_done(Session, DEMO_RUN):
         model = data / "models" / "tiny-random-qwen25vl"
         if not (model / "config.json").exists():
-            import shutil
-
             from mvp_core.model.tiny import build_tiny_model
             print(f"building a tiny random-weight Qwen2.5-VL in {model}", flush=True)
-            # built beside and renamed: a build cut short (config.json, no weights) is never taken for done
-            part = model.with_name(model.name + ".part")
-            shutil.rmtree(part, ignore_errors=True)
-            shutil.rmtree(model, ignore_errors=True)
-            build_tiny_model(part)
-            part.rename(model)
+            build_beside(model, build_tiny_model)
         jsonl = data / "puzzles.jsonl"
         if not jsonl.exists():
             raise UserError(f"{jsonl} is missing; rerun `mvp synth ... --data {data}`")

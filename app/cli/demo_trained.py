@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from mvp_core.errors import UserError
+from mvp_core.grpo.rundir import RunDir, atomic_write, read_status
 
 SFT_RUN, GRPO_RUN, BASE_RUN = "demo-sft-warm-start", "demo-grpo-from-warm-start", "demo-untrained-base"
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,11 +60,14 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Whole or absent: a file cut short by an interrupt would pass for done on the next run."""
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(text)
-    tmp.replace(path)
+def build_beside(dest: Path, build) -> None:
+    """`build(folder)` into DEST.part, then renamed to DEST: a build cut short (config.json written,
+    weights not) is never taken for a finished model on the next run."""
+    part = dest.with_name(dest.name + ".part")
+    shutil.rmtree(part, ignore_errors=True)       # tiny-model refuses a non-empty folder
+    shutil.rmtree(dest, ignore_errors=True)
+    build(part)
+    part.rename(dest)
 
 
 def _split(data: Path, gen: Path) -> tuple[Path, Path]:
@@ -76,7 +80,7 @@ def _split(data: Path, gen: Path) -> tuple[Path, Path]:
     for name, keep in (("train", lambda v: v not in held), ("heldout", lambda v: v in held)):
         path = data / "demo-trained" / f"{name}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomic(path, "".join(json.dumps(r) + "\n" for r in recs if keep(r["video"]["id"])))
+        atomic_write(path, "".join(json.dumps(r) + "\n" for r in recs if keep(r["video"]["id"])))
         out.append(path)
     return out[0], out[1]
 
@@ -94,13 +98,8 @@ def prepare(data: Path, url: str, minutes: float, n_videos: int = 100) -> tuple[
         _split(data, gen)
     train, heldout = work / "train.jsonl", work / "heldout.jsonl"
     if not (base / "config.json").is_file():
-        # built beside and renamed: a build cut short (config.json written, weights not) is never taken for done
-        part = base.with_name(base.name + ".part")
-        shutil.rmtree(part, ignore_errors=True)       # tiny-model refuses a non-empty folder
-        shutil.rmtree(base, ignore_errors=True)
-        _mvp("tiny-model", part, "--preset", "learn", "--seed", 0)    # the warm start's initialisation
-        part.rename(base)
-    from mvp_core.grpo.rundir import RunDir, read_status
+        # the warm start's initialisation
+        build_beside(base, lambda folder: _mvp("tiny-model", folder, "--preset", "learn", "--seed", 0))
     trained = work / "trained"   # training ended (finished or stopped at the cap); absent: cut short, resume it
     if read_status(run).get("state") != "finished" and not trained.is_file():
         print(f"training the demo model for up to {minutes:g} min (GRPO from {WARM_START.name} on {train}); "
@@ -112,7 +111,7 @@ def prepare(data: Path, url: str, minutes: float, n_videos: int = 100) -> tuple[
              "learning_rate=1e-5", "max_steps=20", "save_steps=10", "eval_steps=10", "eval_limit=24",
              *(["--resume"] if (run / "config.yaml").is_file() else []), deadline=time.time() + 60 * minutes)
         if RunDir(run).latest_checkpoint() is not None:
-            _write_atomic(trained, "")
+            atomic_write(trained, "")
     latest = RunDir(run).latest_checkpoint()
     if latest is None:
         raise UserError(f"demo: the GRPO run in {run} saved no checkpoint")

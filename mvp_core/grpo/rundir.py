@@ -60,7 +60,7 @@ class RunDir:
 
     # ---- config ------------------------------------------------------------------------------
     def write_config(self, text: str) -> None:
-        _atomic_write(self.config_file, text)
+        atomic_write(self.config_file, text)
 
     # ---- logs and metrics ----------------------------------------------------------------------
     def log(self, line: str) -> None:
@@ -77,7 +77,7 @@ class RunDir:
         """On resume, drop metric lines written after the checkpoint (the steps are redone)."""
         rows = read_metrics(self.path)
         keep = [r for r in rows if isinstance(r.get("step", 0), int) and r.get("step", 0) <= last_step]
-        _atomic_write(self.metrics_file, "".join(json.dumps(r) + "\n" for r in keep))
+        atomic_write(self.metrics_file, "".join(json.dumps(r) + "\n" for r in keep))
         for p in self.completions.glob("step_*.parquet"):
             step = step_of(p.stem)
             if step is not None and step > last_step:
@@ -96,7 +96,7 @@ class RunDir:
     def write_status(self, **fields) -> None:
         cur = read_status(self.path)
         cur.update(fields, updated=time.time())
-        _atomic_write(self.status_file, json.dumps(cur))
+        atomic_write(self.status_file, json.dumps(cur))
 
     # ---- checkpoints ---------------------------------------------------------------------------
     def checkpoint_dir(self, step: int) -> Path:
@@ -155,7 +155,8 @@ def read_status(path: str | Path) -> dict:
     return status if isinstance(status, dict) else {}
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
+    """Whole or absent: written beside, then renamed over `path` (a reader never sees half a file)."""
     tmp = path.with_name("." + path.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
