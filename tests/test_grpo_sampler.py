@@ -78,10 +78,9 @@ def test_sampled_logprobs_equal_training_forward(greedy_checkpoint, model_data, 
     assert all(torch.equal(a, b) for a, b in zip(completions, again))
     sampler = _sampler_logps(out.scores, completions, ctx.eos_ids)
 
-    train_batch = batching.collate(encs, completions, ctx.pad_id, ctx.info.device, ctx.eos_ids)
-    with torch.no_grad():
-        trained, _ = completion_logps(ctx, ctx.model, train_batch)
-    mask = train_batch["completion_mask"].bool()
+    with torch.no_grad():                                  # the trainer's forward (prompt run once: shared_prompt.py)
+        trained, _, mask = completion_logps(ctx, ctx.model, encs, completions)
+    mask = mask.bool()
     assert torch.allclose(sampler[mask], trained[mask], atol=1e-4), (sampler[mask] - trained[mask]).abs().max()
     # the samples are not near-greedy: the checkpoint's top_k=1 / temperature 0.1 did not apply
     assert (trained[mask] < -0.5).any()
@@ -95,10 +94,9 @@ def test_sampled_logprobs_equal_training_forward(greedy_checkpoint, model_data, 
                                    return_dict_in_generate=True, pad_token_id=ctx.pad_id)
     plain_c = [batching.trim_completion(r[prompt_len:], ctx.eos_ids) for r in plain.sequences]
     plain_lp = _sampler_logps(plain.scores, plain_c, ctx.eos_ids)
-    pb = batching.collate(encs, plain_c, ctx.pad_id, ctx.info.device, ctx.eos_ids)
     with torch.no_grad():
-        plain_trained, _ = completion_logps(ctx, ctx.model, pb)
-    pm = pb["completion_mask"].bool()
+        plain_trained, _, pm = completion_logps(ctx, ctx.model, encs, plain_c)
+    pm = pm.bool()
     assert (plain_lp[pm] - plain_trained[pm]).abs().max() > 0.1
 
 

@@ -17,10 +17,11 @@ _VISUAL_CAT = ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_g
 
 
 def collate(encodings: list[dict], completions: list[torch.Tensor] | None, pad_id: int,
-            device: torch.device, eos_ids: frozenset = frozenset()) -> dict:
+            device: torch.device, eos_ids: frozenset = frozenset(), visual: bool = True) -> dict:
     """Model inputs for sequences `encodings[i]` (+ `completions[i]`, 1-D token ids, may be
     empty). Returns the forward kwargs plus `completion_mask` (B, T) and `prompt_len` (an int:
-    every prompt is left-padded to it)."""
+    every prompt is left-padded to it). `visual=False` leaves the visual tensors out (ids and
+    masks only)."""
     prompt_len = max(int(e["input_ids"].shape[-1]) for e in encodings)
     comp_len = max((int(c.numel()) for c in completions), default=0) if completions else 0
     B = len(encodings)
@@ -42,7 +43,7 @@ def collate(encodings: list[dict], completions: list[torch.Tensor] | None, pad_i
             comp_mask[i, :c.numel()] = m
             attn[i, prompt_len:prompt_len + c.numel()] = m
     batch = {"input_ids": ids, "attention_mask": attn, "mm_token_type_ids": mm}
-    for key in _VISUAL_CAT:
+    for key in _VISUAL_CAT if visual else ():
         parts = [e[key] for e in encodings if key in e and e[key] is not None]
         if parts:
             batch[key] = torch.cat([p.reshape(-1) if key == "second_per_grid_ts" else p for p in parts])

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from mvp_core.grpo import batching, checkpoint, rewards
+from mvp_core.grpo import batching, checkpoint, rewards, shared_prompt
 from mvp_core.grpo import distributed as D
 from mvp_core.grpo.config import GRPOConfig
 from mvp_core.grpo.data import PuzzleSet
@@ -226,11 +226,11 @@ def policy_gradient(ctx: StepContext, roll: Rollout, my_adv: torch.Tensor) -> tu
     ctx.train_model.train()
     for k, idx in enumerate(chunks):
         encs, comps = [roll.seq_encs[i] for i in idx], [roll.completions[i] for i in idx]
-        batch = batching.collate(encs, comps, ctx.pad_id, info.device, ctx.eos_ids)
-        ref_logps = reference_logps(ctx, encs, comps, batch["completion_mask"].shape[1]) if cfg.beta else None
+        ref_logps = reference_logps(ctx, encs, comps) if cfg.beta else None
         with _grad_sync(ctx.train_model, last=k == len(chunks) - 1):
-            out, entropy = _micro_batch_backward(ctx, batch, my_adv[list(idx)], ref_logps, len(chunks), dapo_norm)
-        _add_stats(stats, out, entropy, batch["completion_mask"], len(chunks))
+            out, entropy, mask = _micro_batch_backward(ctx, encs, comps, my_adv[list(idx)], ref_logps, len(chunks),
+                                                       dapo_norm)
+        _add_stats(stats, out, entropy, mask, len(chunks))
     return stats, n_tokens_local
 
 
@@ -241,12 +241,12 @@ def _grad_sync(train_model, last: bool):
     return train_model.no_sync()
 
 
-def _micro_batch_backward(ctx: StepContext, batch: dict, adv: torch.Tensor, ref_logps, n_chunks: int,
-                          dapo_norm: float):
+def _micro_batch_backward(ctx: StepContext, encs: list[dict], comps: list[torch.Tensor], adv: torch.Tensor,
+                          ref_logps, n_chunks: int, dapo_norm: float):
     cfg = ctx.cfg
     t = time.perf_counter()
-    logps, entropy = completion_logps(ctx, ctx.train_model, batch, with_entropy=True)
-    out = grpo_loss(logps, logps.detach(), adv.to(logps.device), batch["completion_mask"],
+    logps, entropy, mask = completion_logps(ctx, ctx.train_model, encs, comps, with_entropy=True)
+    out = grpo_loss(logps, logps.detach(), adv.to(logps.device), mask,
                     loss_type=cfg.loss_type, epsilon=cfg.epsilon, epsilon_high=cfg.eps_high,
                     beta=cfg.beta, ref_logps=ref_logps, max_completion_length=cfg.max_completion_length,
                     grad_accum=n_chunks, dapo_normalizer=dapo_norm)
@@ -254,7 +254,7 @@ def _micro_batch_backward(ctx: StepContext, batch: dict, adv: torch.Tensor, ref_
     t = time.perf_counter()
     out.loss.backward()
     ctx.lap("backward", t)
-    return out, entropy
+    return out, entropy, mask
 
 
 def _add_stats(stats: dict, out, entropy: torch.Tensor, completion_mask: torch.Tensor, n_chunks: int) -> None:
@@ -282,38 +282,56 @@ def generate(ctx: StepContext, seq_encs: list[dict]) -> list[torch.Tensor]:
     return [batching.trim_completion(row[prompt_len:].cpu(), ctx.eos_ids) for row in out]
 
 
-def completion_logps(ctx: StepContext, model, batch: dict, with_entropy: bool = False):
-    """log p(completion token) under `model` at the sampling temperature, (B, T)."""
-    inputs = {k: v for k, v in batch.items() if k not in ("completion_mask", "prompt_len")}
-    n_comp = batch["completion_mask"].shape[1]
+def completion_logps(ctx: StepContext, model, encs: list[dict], comps: list[torch.Tensor], with_entropy: bool = False):
+    """(log p(completion token) under `model` at the sampling temperature (B, T), entropy or None,
+    the completion mask (B, T))."""
     with ctx.autocast():
-        logits = model(**inputs, logits_to_keep=n_comp + 1, use_cache=False).logits
-    logits = logits[:, :-1, :] / ctx.cfg.temperature            # position t predicts token t+1
+        logits, mask = completion_logits(ctx, model, encs, comps)
+    logits = logits / ctx.cfg.temperature
     # The sampler never emits vision placeholders (suppressed): the policy is the distribution
     # renormalised without them, so the log-probs must be too (sampler.py).
     blocked = placeholder_token_ids(D.unwrap(model))
     if blocked:
         logits = logits.clone()
         logits[..., blocked] = float("-inf")
-    ids = batch["input_ids"][:, -n_comp:]
+    ids = torch.stack([_pad(c, mask.shape[1], ctx.pad_id) for c in comps]).to(logits.device)
     logps = selective_log_softmax(logits, ids)
     entropy = entropy_from_logits(logits) if with_entropy else None
-    return logps, entropy
+    return logps, entropy, mask
+
+
+def completion_logits(ctx: StepContext, model, encs: list[dict], comps: list[torch.Tensor]):
+    """(logits (B, T, V) predicting each completion token, completion mask (B, T)): each group's
+    prompt run once where the model allows (shared_prompt.py, `share_prompt`), else every
+    sequence whole."""
+    if ctx.cfg.share_prompt and shared_prompt.can_share(model, ctx.cfg.gradient_checkpointing):
+        logits, batch = shared_prompt.completion_logits(model, encs, comps, ctx.pad_id, ctx.info.device, ctx.eos_ids)
+        return logits, batch["completion_mask"]
+    batch = batching.collate(encs, comps, ctx.pad_id, ctx.info.device, ctx.eos_ids)
+    inputs = {k: v for k, v in batch.items() if k not in ("completion_mask", "prompt_len")}
+    n_comp = batch["completion_mask"].shape[1]
+    logits = model(**inputs, logits_to_keep=n_comp + 1, use_cache=False).logits
+    return logits[:, :-1, :], batch["completion_mask"]            # position t predicts token t+1
+
+
+def _pad(c: torch.Tensor, width: int, pad_id: int) -> torch.Tensor:
+    return torch.cat([c, torch.full((width - c.numel(),), pad_id, dtype=c.dtype)])
 
 
 @torch.no_grad()
-def reference_logps(ctx: StepContext, encs: list[dict], comps: list[torch.Tensor], width: int) -> torch.Tensor:
-    """The frozen reference's log-probs (B, width), in forwards of logprob_batch_size sequences."""
+def reference_logps(ctx: StepContext, encs: list[dict], comps: list[torch.Tensor]) -> torch.Tensor:
+    """The frozen reference's log-probs (B, T), in forwards of logprob_batch_size sequences."""
     size = ctx.cfg.logprob_batch_size
+    width = max(int(c.numel()) for c in comps)
     out = torch.zeros((len(encs), width), device=ctx.info.device)
     for s in range(0, len(encs), size):
-        sub = batching.collate(encs[s:s + size], comps[s:s + size], ctx.pad_id, ctx.info.device, ctx.eos_ids)
+        sub_e, sub_c = encs[s:s + size], comps[s:s + size]
         if ctx.ref == "adapter-disabled":        # LoRA: the reference is the base model
             peft_model = D.unwrap(ctx.train_model)
             with peft_model.disable_adapter():
-                lp = completion_logps(ctx, peft_model, sub)[0]
+                lp = completion_logps(ctx, peft_model, sub_e, sub_c)[0]
         else:
-            lp = completion_logps(ctx, ctx.ref, sub)[0]
+            lp = completion_logps(ctx, ctx.ref, sub_e, sub_c)[0]
         out[s:s + lp.shape[0], :lp.shape[1]] = lp
     return out
 

@@ -1,0 +1,90 @@
+"""Completion logits of GRPO's groups with each puzzle's prompt run once, not G times.
+
+Why: a step scores G completions of every puzzle, all behind the same prompt (the frames' vision
+tokens and the question: ~100 tokens on the proof's puzzles, thousands for a real video, against
+~45 completion tokens). The plain forward runs that prompt once per completion. Causal attention
+means the prompt's keys and values do not depend on what follows, so one forward of the unique
+prompts, their cache repeated to the G rows, and one forward of the completions on top give the
+same logits; autograd sums the G rows' gradients through the repeat into the one prompt forward,
+so the gradient is the same too (docs/grpo.md, "One prompt forward per group"). The 3-D rotary
+positions come from the model's own `get_rope_index` over the whole sequences, the positions the
+plain forward would use.
+
+Sequences share a prompt when they hold the same encoding object (the rollout repeats each
+puzzle's encoding G times); a micro-batch may cut a group anywhere."""
+from __future__ import annotations
+
+import torch
+
+from mvp_core.grpo import batching
+
+_VISUAL = ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw", "second_per_grid_ts")
+
+
+def runs_of_same_prompt(encs: list[dict]) -> list[int]:
+    """Lengths of the runs of consecutive sequences that hold the same prompt encoding."""
+    counts: list[int] = []
+    last = None
+    for e in encs:
+        if counts and e is last:
+            counts[-1] += 1
+        else:
+            counts.append(1)
+        last = e
+    return counts
+
+
+def rope_owner(model):
+    """The submodule with `get_rope_index` (the VL model inside DDP / PEFT wrappers), or None."""
+    for m in model.modules():
+        if callable(getattr(m, "get_rope_index", None)):
+            return m
+    return None
+
+
+def can_share(model, gradient_checkpointing: bool) -> bool:
+    """Whether this model's forward can run the prompt once: it needs the model's 3-D position
+    function, and a cache gradient checkpointing would not recompute."""
+    return not gradient_checkpointing and rope_owner(model) is not None
+
+
+def completion_logits(model, encs: list[dict], comps: list[torch.Tensor], pad_id: int, device: torch.device,
+                      eos_ids: frozenset) -> tuple[torch.Tensor, dict]:
+    """(logits (B, T, V), batch): row i, column t predicts completion token t of sequence i, as
+    the plain forward's `logits[:, :-1]` would. `batch` holds input_ids and completion_mask like
+    batching.collate's, without the visual tensors (never repeated here)."""
+    counts = runs_of_same_prompt(encs)
+    full = batching.collate(encs, comps, pad_id, device, eos_ids, visual=False)
+    starts = torch.tensor([0] + counts[:-1]).cumsum(0).tolist()
+    prompts = batching.collate([encs[s] for s in starts], None, pad_id, device)
+    P = full.pop("prompt_len")
+    positions = _positions(model, encs, full, device)
+    # 1. the unique prompts, their keys/values kept (with gradient); the last position predicts token 0
+    head = model(input_ids=prompts["input_ids"], attention_mask=prompts["attention_mask"],
+                 position_ids=positions[..., starts, :P], use_cache=True, logits_to_keep=1,
+                 **{k: prompts[k] for k in _VISUAL if k in prompts})
+    cache = head.cache
+    repeats = torch.tensor(counts, device=device)
+    for layer in cache.layers:
+        layer.keys = layer.keys.repeat_interleave(repeats, dim=0)
+        layer.values = layer.values.repeat_interleave(repeats, dim=0)
+    # 2. every completion on top of its prompt's cache
+    tail = model(input_ids=full["input_ids"][:, P:], attention_mask=full["attention_mask"],
+                 position_ids=positions[..., P:], cache=cache, use_cache=True)
+    first = head.logits[:, -1:, :].repeat_interleave(repeats, dim=0)
+    logits = torch.cat([first, tail.logits[:, :-1, :]], dim=1)
+    return logits, full
+
+
+def _positions(model, encs: list[dict], full: dict, device) -> torch.Tensor:
+    """The rotary positions the plain forward computes for these whole sequences (grids only:
+    no pixels are needed to place the vision tokens)."""
+    grids = {}
+    for key in ("image_grid_thw", "video_grid_thw", "second_per_grid_ts"):
+        parts = [e[key] for e in encs if e.get(key) is not None]
+        if parts:
+            grids[key] = torch.cat([p.reshape(-1) if key == "second_per_grid_ts" else p for p in parts]).to(device)
+    positions, _ = rope_owner(model).get_rope_index(
+        full["input_ids"], mm_token_type_ids=full["mm_token_type_ids"], attention_mask=full["attention_mask"],
+        **grids)
+    return positions

@@ -1,0 +1,107 @@
+"""One prompt forward per group (mvp_core/grpo/shared_prompt.py) gives the plain forward's
+log-probs and gradient: every Qwen-VL family, frames as images and as one video, groups cut by
+the micro-batch, completions of different lengths with and without an eos, LoRA adapters, and
+the trainer's own `completion_logps`."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from mvp_core.grpo import batching, shared_prompt
+from mvp_core.grpo.config import load_config
+from mvp_core.grpo.data import PuzzleSet
+
+
+def _policy(tmp_path, family: str):
+    from mvp_core.model.policy import load_policy
+    from mvp_core.model.tiny import build_tiny_model
+    d = build_tiny_model(tmp_path / family, seed=3, family=family)
+    model, processor = load_policy(d, dtype="float32")
+    model.train()
+    return d, model, processor
+
+
+def _sequences(model_data, tmp_path, model_dir, processor, video_mode: bool, group: int = 4):
+    """Puzzles' encodings each repeated `group` times, the last group cut short (a micro-batch
+    boundary), and completions of random tokens, some ending in eos."""
+    data, recs = model_data
+    cfg = load_config(None, [f"model={model_dir}", f"puzzles={data / 'puzzles.jsonl'}", f"output_dir={tmp_path}",
+                             "max_pixels=3136", f"video_mode={str(video_mode).lower()}"])
+    ps = PuzzleSet.open(cfg)
+    encs = [ps.encode(r, processor) for r in recs[:3]]
+    seqs = [e for e in encs for _ in range(group)][:-1]
+    tok = processor.tokenizer
+    g = torch.Generator().manual_seed(5)
+    comps = []
+    for i in range(len(seqs)):
+        c = torch.randint(10, 250, (int(torch.randint(3, 20, (), generator=g)),), generator=g)
+        if i % 3 == 0:
+            c[-1] = tok.eos_token_id
+        comps.append(c)
+    return seqs, comps, tok.pad_token_id, frozenset({tok.eos_token_id})
+
+
+def _plain(model, seqs, comps, pad, eos):
+    b = batching.collate(seqs, comps, pad, torch.device("cpu"), eos)
+    n = b["completion_mask"].shape[1]
+    inputs = {k: v for k, v in b.items() if k not in ("completion_mask", "prompt_len")}
+    return model(**inputs, logits_to_keep=n + 1, use_cache=False).logits[:, :-1], b
+
+
+def _shared(model, seqs, comps, pad, eos):
+    return shared_prompt.completion_logits(model, seqs, comps, pad, torch.device("cpu"), eos)
+
+
+def _logps_and_grad(model, fn, seqs, comps, pad, eos):
+    model.zero_grad(set_to_none=True)
+    logits, b = fn(model, seqs, comps, pad, eos)
+    mask = b["completion_mask"].float()
+    ids = b["input_ids"][:, -logits.shape[1]:]
+    lp = torch.log_softmax(logits.float(), -1).gather(-1, ids.unsqueeze(-1)).squeeze(-1) * mask
+    # an advantage-like weight per sequence, so the rows' gradients do not simply add up
+    w = torch.linspace(-1.0, 1.0, lp.shape[0]).unsqueeze(1)
+    (lp * w).sum().backward()
+    grads = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
+    return lp.detach(), grads
+
+
+@pytest.mark.parametrize("family,video_mode", [("qwen2_5_vl", False), ("qwen2_5_vl", True), ("qwen2_vl", False),
+                                               ("qwen3_vl", False), ("qwen3_vl", True)])
+def test_shared_prompt_equals_plain_forward(family, video_mode, model_data, tmp_path, torch_one_thread):
+    model_dir, model, processor = _policy(tmp_path, family)
+    seqs, comps, pad, eos = _sequences(model_data, tmp_path, model_dir, processor, video_mode)
+    assert shared_prompt.runs_of_same_prompt(seqs) == [4, 4, 3]
+    lp_plain, g_plain = _logps_and_grad(model, _plain, seqs, comps, pad, eos)
+    lp_shared, g_shared = _logps_and_grad(model, _shared, seqs, comps, pad, eos)
+    assert lp_plain.shape == lp_shared.shape
+    assert (lp_plain != 0).sum() > 20                                  # real completions scored
+    assert torch.allclose(lp_plain, lp_shared, atol=1e-4), (lp_plain - lp_shared).abs().max()
+    assert g_plain.shape == g_shared.shape and g_plain.norm() > 0
+    assert ((g_plain - g_shared).norm() / g_plain.norm()) < 1e-4
+
+
+def test_shared_prompt_with_lora(model_data, tmp_path, torch_one_thread):
+    from peft import LoraConfig, get_peft_model
+    model_dir, model, processor = _policy(tmp_path, "qwen2_5_vl")
+    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
+                                             init_lora_weights=False))
+    model.train()
+    seqs, comps, pad, eos = _sequences(model_data, tmp_path, model_dir, processor, False)
+    lp_plain, g_plain = _logps_and_grad(model, _plain, seqs, comps, pad, eos)
+    lp_shared, g_shared = _logps_and_grad(model, _shared, seqs, comps, pad, eos)
+    assert torch.allclose(lp_plain, lp_shared, atol=1e-4)
+    assert g_plain.numel() < sum(p.numel() for p in model.parameters()) / 2     # only the adapters train
+    assert ((g_plain - g_shared).norm() / g_plain.norm()) < 1e-4
+
+
+def test_a_prompt_differing_only_by_identity_is_not_merged(model_data, tmp_path, torch_one_thread):
+    """Sharing is decided by the encoding object the rollout repeats; equal copies of a prompt
+    are still run separately (and give the same numbers)."""
+    model_dir, model, processor = _policy(tmp_path, "qwen2_5_vl")
+    seqs, comps, pad, eos = _sequences(model_data, tmp_path, model_dir, processor, False)
+    copies = [dict(e) for e in seqs]
+    assert shared_prompt.runs_of_same_prompt(copies) == [1] * len(seqs)
+    with torch.no_grad():
+        a, _ = _shared(model, seqs, comps, pad, eos)
+        b, _ = _shared(model, copies, comps, pad, eos)
+    assert torch.allclose(a, b, atol=1e-4)
