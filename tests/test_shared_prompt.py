@@ -105,3 +105,27 @@ def test_a_prompt_differing_only_by_identity_is_not_merged(model_data, tmp_path,
         a, _ = _shared(model, seqs, comps, pad, eos)
         b, _ = _shared(model, copies, comps, pad, eos)
     assert torch.allclose(a, b, atol=1e-4)
+
+
+@pytest.mark.parametrize("family,video_mode", [("qwen2_5_vl", False), ("qwen2_vl", False), ("qwen3_vl", True)])
+def test_prefilled_generate_equals_plain_generate(family, video_mode, model_data, tmp_path, torch_one_thread):
+    """Generation from the shared prefill (each prompt run once, its cache repeated) picks the
+    same greedy tokens, and gives the same step scores, as generation from scratch."""
+    from mvp_core.model.sampler import SamplerSettings, sample
+    model_dir, model, processor = _policy(tmp_path, family)
+    model.eval()
+    seqs, _, pad, _ = _sequences(model_data, tmp_path, model_dir, processor, video_mode)
+    plain = batching.collate(seqs, None, pad, torch.device("cpu"))
+    P = plain.pop("prompt_len")
+    plain.pop("completion_mask")
+    s = SamplerSettings(do_sample=False, max_new_tokens=10)
+    with torch.no_grad():
+        a = sample(model, plain, s, use_cache=True, pad_token_id=pad, output_scores=True, return_dict_in_generate=True)
+        pre = shared_prompt.prefill_for_generate(model, seqs, pad, torch.device("cpu"))
+        assert pre is not None and pre["cache"].get_seq_length() == P - 1
+        b = sample(model, pre, s, use_cache=True, pad_token_id=pad, output_scores=True, return_dict_in_generate=True)
+    assert torch.equal(a.sequences[:, P:], b.sequences[:, P:])
+    assert len({tuple(r.tolist()) for r in a.sequences[:, P:]}) > 1          # the prompts' answers differ
+    for sa, sb in zip(a.scores, b.scores):
+        finite = torch.isfinite(sa)
+        assert torch.allclose(sa[finite], sb[finite], atol=1e-4)

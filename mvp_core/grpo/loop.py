@@ -277,6 +277,8 @@ def generate(ctx: StepContext, seq_encs: list[dict]) -> list[torch.Tensor]:
     batch.pop("completion_mask")
     prompt_len = batch.pop("prompt_len")
     with ctx.autocast(), D.gathered_for_generate(gen_model):
+        if cfg.share_prompt:         # each puzzle's prompt prefilled once for its G samples (shared_prompt.py)
+            batch = shared_prompt.prefill_for_generate(gen_model, seq_encs, ctx.pad_id, ctx.info.device) or batch
         # the run's own sampler settings, never the checkpoint's generation_config (sampler.py)
         out = sample(gen_model, batch, SamplerSettings.from_config(cfg), use_cache=True, pad_token_id=ctx.pad_id)
     return [batching.trim_completion(row[prompt_len:].cpu(), ctx.eos_ids) for row in out]

@@ -88,3 +88,33 @@ def _positions(model, encs: list[dict], full: dict, device) -> torch.Tensor:
         full["input_ids"], mm_token_type_ids=full["mm_token_type_ids"], attention_mask=full["attention_mask"],
         **grids)
     return positions
+
+
+def prefill_for_generate(model, encs: list[dict], pad_id: int, device: torch.device) -> dict | None:
+    """Generate's inputs with each unique prompt but its last token already run once and its cache
+    repeated to the rows that share it: {input_ids, attention_mask, cache} for the whole batch.
+    transformers' Qwen-VL generate continues from a cache with the stored `rope_deltas` (its
+    `_prepare_position_ids_for_generation`), which are set here for the repeated rows. None where
+    this does not apply (a prompt ending in a vision token): generate from scratch then."""
+    owner = rope_owner(model)
+    if owner is None or not hasattr(owner, "rope_deltas"):
+        return None
+    counts = runs_of_same_prompt(encs)
+    starts = torch.tensor([0] + counts[:-1]).cumsum(0).tolist()
+    prompts = batching.collate([encs[s] for s in starts], None, pad_id, device)
+    prompts.pop("completion_mask")
+    prompts.pop("prompt_len")
+    if bool(prompts["mm_token_type_ids"][:, -1].any()):
+        return None
+    head = {k: (v[:, :-1] if k in ("input_ids", "attention_mask", "mm_token_type_ids") else v)
+            for k, v in prompts.items()}
+    owner.rope_deltas = None                     # computed afresh for these prompts by the forward
+    out = model(**head, use_cache=True, logits_to_keep=1)
+    repeats = torch.tensor(counts, device=device)
+    cache = out.cache
+    for layer in cache.layers:
+        layer.keys = layer.keys.repeat_interleave(repeats, dim=0)
+        layer.values = layer.values.repeat_interleave(repeats, dim=0)
+    owner.rope_deltas = owner.rope_deltas.repeat_interleave(repeats, dim=0)
+    return {"input_ids": prompts["input_ids"].repeat_interleave(repeats, dim=0),
+            "attention_mask": prompts["attention_mask"].repeat_interleave(repeats, dim=0), "cache": cache}
