@@ -118,6 +118,11 @@ def latest_checkpoint(run: Path) -> Path:
     return latest[1]
 
 
+def _run_model(run: Path) -> Path:
+    import yaml
+    return Path(str((yaml.safe_load((run / "config.yaml").read_text()) or {}).get("model", ""))).resolve()
+
+
 def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end: float) -> dict[str, Path]:
     if args.models_from:           # evaluate the models another proof trained on new test videos
         src = Path(args.models_from)
@@ -143,6 +148,8 @@ def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end:
                 deadline=time.time() + budget * SFT_SHARE / (SFT_SHARE + GRPO_SHARE + 0.2), log=work / "sft.log")
         sft_ckpt = latest_checkpoint(sft)
     grpo = work / "grpo"
+    if (grpo / "config.yaml").is_file() and _run_model(grpo) != Path(sft_ckpt).resolve():
+        shutil.rmtree(grpo)          # started from an SFT checkpoint the SFT has since gone past: start over
     budget = t_end - time.time()
     if not (grpo / "status.json").is_file() or json.loads((grpo / "status.json").read_text())["state"] != "finished":
         mvp("train", args.grpo_config, f"model={sft_ckpt}", f"puzzles={train_jsonl}",

@@ -138,6 +138,30 @@ def test_resume_from_a_torn_checkpoint_changes_nothing(tmp_path, capsys, tiny, t
     assert after == before      # status still "finished", metrics kept, the checkpoint as it was
 
 
+@pytest.mark.parametrize("trainer", ["train", "sft"])
+def test_resume_under_another_model_is_refused(tmp_path, capsys, tiny, trainer):
+    """A resume continues the checkpoint's weights: a config naming another model (or switching
+    LoRA) would train on in that model's name only, so it is refused before anything is written."""
+    import shutil
+    run = _damaged_run(tmp_path, tiny)
+    ck = run / "checkpoints" / "step_000001"
+    for f in tiny.iterdir():                                         # a whole checkpoint this time
+        (ck / f.name).write_bytes(f.read_bytes())
+    (ck / "trainer_state.json").write_text(json.dumps({"step": 1, "base_model": str(tiny), "lora": False}))
+    (ck / "optimizer.pt").unlink()                                   # (read only after the check)
+    other = tmp_path / "other-model"
+    shutil.copytree(tiny, other)
+    puzzles = tmp_path / "p.jsonl"
+    puzzles.write_text(json.dumps(record()) + "\n")
+    before = {p: p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file() and p.name != "stdout.log"}
+    common = (f"puzzles={puzzles}", f"output_dir={run}", "max_steps=3", "--resume")
+    one_line_error(*mvp(capsys, trainer, f"model={other}", *common),
+                   f"continues a run started from model {tiny}, not {other}; resume with model={tiny}")
+    one_line_error(*mvp(capsys, trainer, f"model={tiny}", "lora=true", *common), "was trained with lora=false")
+    after = {p: p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file() and p.name != "stdout.log"}
+    assert after == before
+
+
 def test_run_directory_names_that_are_not_steps(tmp_path):
     from mvp_core.grpo.rundir import RunDir
     run = RunDir(tmp_path)

@@ -91,6 +91,19 @@ def check_readable(ckpt_dir: Path) -> None:
                         f"away to resume from the one before it")
 
 
+def check_same_start(ckpt_dir: Path, model: str, lora: bool) -> None:
+    """Refuse to resume a run under a config that names another starting model (or switches LoRA):
+    the resumed weights are the checkpoint's, so the new name would be trained on in name only."""
+    state = read_trainer_state(ckpt_dir)
+    was = state.get("base_model")
+    if was and model and Path(str(was)).resolve() != Path(str(model)).resolve():
+        raise UserError(f"checkpoint {ckpt_dir} continues a run started from model {was}, not {model}; "
+                        f"resume with model={was}, or give a new output_dir to start from {model}")
+    if "lora" in state and bool(state["lora"]) != bool(lora):
+        raise UserError(f"checkpoint {ckpt_dir} was trained with lora={str(bool(state['lora'])).lower()}; "
+                        f"resume with the same, or give a new output_dir")
+
+
 def read_trainer_state(ckpt_dir: Path) -> dict:
     return json.loads((Path(ckpt_dir) / "trainer_state.json").read_text())
 

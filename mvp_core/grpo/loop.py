@@ -72,7 +72,7 @@ def _train(cfg: GRPOConfig, resume: bool, on_step, info: D.DistInfo, stop: StopF
     data = PuzzleSet.open(cfg)
     run = open_run(cfg, info, resume)
     log = RunLogger(run, info)
-    start_step, ckpt = start_point(run, resume, log)
+    start_step, ckpt = start_point(run, cfg, resume, log)
     mark_running(run, cfg, data, info, start_step)
     trainer = build_trainer(cfg, info, ckpt, policy, start_step, log)
     log_setup(trainer, data, log)

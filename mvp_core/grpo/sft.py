@@ -90,6 +90,7 @@ def _start(run: RunDir, cfg: SFTConfig, data: PuzzleSet, resume: bool, log):
         if latest is not None:
             start_step, ckpt = latest
             checkpoint.check_readable(ckpt)      # before the status and metrics are touched
+            checkpoint.check_same_start(ckpt, cfg.model, cfg.lora)
             log(f"resuming from {ckpt} (step {start_step})")
     if start_step == 0:
         run.write_config(data.config_yaml(cfg, 1).replace("run_info:", "run_info:\n  kind: sft", 1))

@@ -26,7 +26,7 @@ def open_run(cfg: GRPOConfig, info: D.DistInfo, resume: bool) -> RunDir:
     return run
 
 
-def start_point(run: RunDir, resume: bool, log: RunLogger) -> tuple[int, object]:
+def start_point(run: RunDir, cfg: GRPOConfig, resume: bool, log: RunLogger) -> tuple[int, object]:
     """(step, checkpoint): step 0 and none for a fresh run, else the latest complete checkpoint."""
     if not resume:
         return 0, None
@@ -36,6 +36,7 @@ def start_point(run: RunDir, resume: bool, log: RunLogger) -> tuple[int, object]
         return 0, None
     start_step, ckpt = latest
     checkpoint.check_readable(ckpt)      # before mark_running touches status and metrics
+    checkpoint.check_same_start(ckpt, cfg.model, cfg.lora)
     log.info(f"resuming from {ckpt} (step {start_step})")
     return start_step, ckpt
 
