@@ -63,17 +63,22 @@ def completion_logits(model, encs: list[dict], comps: list[torch.Tensor], pad_id
     head = model(input_ids=prompts["input_ids"], attention_mask=prompts["attention_mask"],
                  position_ids=positions[..., starts, :P], use_cache=True, logits_to_keep=1,
                  **{k: prompts[k] for k in _VISUAL if k in prompts})
-    cache = head.cache
     repeats = torch.tensor(counts, device=device)
-    for layer in cache.layers:
-        layer.keys = layer.keys.repeat_interleave(repeats, dim=0)
-        layer.values = layer.values.repeat_interleave(repeats, dim=0)
+    cache = _repeat_rows(head.cache, repeats)
     # 2. every completion on top of its prompt's cache
     tail = model(input_ids=full["input_ids"][:, P:], attention_mask=full["attention_mask"],
                  position_ids=positions[..., P:], cache=cache, use_cache=True)
     first = head.logits[:, -1:, :].repeat_interleave(repeats, dim=0)
     logits = torch.cat([first, tail.logits[:, :-1, :]], dim=1)
     return logits, full
+
+
+def _repeat_rows(cache, repeats: torch.Tensor):
+    """Each prompt's keys/values repeated to the rows that share it (in place; differentiable)."""
+    for layer in cache.layers:
+        layer.keys = layer.keys.repeat_interleave(repeats, dim=0)
+        layer.values = layer.values.repeat_interleave(repeats, dim=0)
+    return cache
 
 
 def _positions(model, encs: list[dict], full: dict, device) -> torch.Tensor:
@@ -111,10 +116,7 @@ def prefill_for_generate(model, encs: list[dict], pad_id: int, device: torch.dev
     owner.rope_deltas = None                     # computed afresh for these prompts by the forward
     out = model(**head, use_cache=True, logits_to_keep=1)
     repeats = torch.tensor(counts, device=device)
-    cache = out.cache
-    for layer in cache.layers:
-        layer.keys = layer.keys.repeat_interleave(repeats, dim=0)
-        layer.values = layer.values.repeat_interleave(repeats, dim=0)
+    cache = _repeat_rows(out.cache, repeats)
     owner.rope_deltas = owner.rope_deltas.repeat_interleave(repeats, dim=0)
     return {"input_ids": prompts["input_ids"].repeat_interleave(repeats, dim=0),
             "attention_mask": prompts["attention_mask"].repeat_interleave(repeats, dim=0), "cache": cache}
