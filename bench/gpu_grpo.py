@@ -3,6 +3,7 @@ with the real 3B and 7B shapes and random weights, 16 context frames per puzzle,
 
     .venv/bin/python bench/gpu_grpo.py                 # one GPU: 3B full fine-tune, 7B LoRA (< 8 min on an H200)
     .venv/bin/python bench/gpu_grpo.py --tiny          # the tiny model on the CPU, same table
+    .venv/bin/python bench/gpu_grpo.py --set share_prompt=false    # G prompt forwards per puzzle, to compare
 
 Prints per model: step time split into generation / log-probs (forward) / backward / optimizer /
 scoring / other bookkeeping, the share of the step outside model compute, peak GPU memory,
@@ -144,6 +145,8 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=3, help="steps per case (the first is warm-up)")
     ap.add_argument("--completion", type=int, default=768, help="max_completion_length on the GPU")
     ap.add_argument("--frames", type=int, default=16, help="context frames per puzzle")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a GRPOConfig override for every case (e.g. share_prompt=false, gradient_checkpointing=false)")
     args = ap.parse_args(argv)
 
     from mvp_core.model.tiny import build_tiny_model
@@ -153,6 +156,7 @@ def main(argv=None) -> int:
     puzzles = make_puzzles(tmp / "data", n_puzzles=4, context=args.frames)
     print(f"puzzles: {time.perf_counter() - t:.1f}s, {args.frames} context frames + 3 masked + 4 distractors", flush=True)
     common = [f"puzzles={puzzles}", "num_generations=8", "reward=mvp", "seed=0", "learning_rate=1e-6"]
+    sets = args.set        # last, so they win over each case's own settings
     results = []
     if args.tiny or not torch.cuda.is_available():
         if not args.tiny:
@@ -161,7 +165,8 @@ def main(argv=None) -> int:
         steps = max(args.steps, 6)
         results.append(run_case("tiny-cpu", common + [
             f"model={tiny}", "per_device_train_batch_size=8", "gradient_accumulation_steps=1",
-            "max_completion_length=64", "max_pixels=3136", "video_mode=true"], tmp / "runs", steps=steps, warmup=2))
+            "max_completion_length=64", "max_pixels=3136", "video_mode=true", *sets], tmp / "runs", steps=steps,
+            warmup=2))
     else:
         # Video-R1's setting: 16 frames at most 128x28x28 pixels, G=8, 768 completion tokens.
         gpu = common + ["per_device_train_batch_size=4", "gradient_accumulation_steps=2", "logprob_batch_size=4",
@@ -175,7 +180,7 @@ def main(argv=None) -> int:
             print(f"{case}: built in {time.perf_counter() - t:.1f}s, "
                   f"{sum(p.numel() for p in policy[0].parameters()) / 1e9:.2f}B params", flush=True)
             extra = ["lora=true", "lora_r=64", "lora_alpha=128"] if lora else []
-            results.append(run_case(f"{case}{'-lora' if lora else '-full'}", gpu + extra + [f"model={tiny}"],
+            results.append(run_case(f"{case}{'-lora' if lora else '-full'}", gpu + extra + [f"model={tiny}", *sets],
                                     tmp / "runs", policy=policy, steps=args.steps))
             del policy
             torch.cuda.empty_cache()
