@@ -190,7 +190,7 @@ def evaluate_all(models: dict[str, Path], test_jsonl: Path, work: Path, env,
     return reports
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--videos", help="one folder of videos, split 80/20 by video (seeded)")
     p.add_argument("--train", help="folder of training videos (with --test)")
@@ -236,9 +236,16 @@ def main(argv=None) -> int:
                    help="chain (default): the whole chain, SFT trained here; grpo-large: GRPO's large-batch "
                         "recipe from the shipped SFT on 1,500 new videos, 60%% held out (its flags unless given)")
     args = p.parse_args(argv)
+    given = {a.dest for a in p._actions for tok in (sys.argv[1:] if argv is None else argv)
+             for opt in a.option_strings if tok == opt or tok.startswith(opt + "=")}
     for key, value in RECIPES[args.recipe].items():
-        if getattr(args, key) == p.get_default(key):          # a flag given on the command line wins
+        if key not in given:                                   # a flag given on the command line wins
             setattr(args, key, value)
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
     global IN_PROCESS
     IN_PROCESS = args.in_process
     if IN_PROCESS:

@@ -17,10 +17,12 @@ from mvp_core.synth.audit import SOLVERS
 @pytest.mark.slow
 def test_proof_from_a_warm_start_writes_the_report(tmp_path):
     out = tmp_path / "REPORT.json"
-    cmd = [sys.executable, "bench/learning_proof.py", "--in-process", "--sft-from", str(ROOT / "assets/clock-sft"),
-           "--work", str(tmp_path / "w"), "--out", str(out), "--n-videos", "8", "--test-share", "0.5",
+    # --recipe grpo-large brings --in-process, --sft-from assets/clock-sft and --eval-limit 0; the rest
+    # is cut to the smallest size (flags given win over the recipe's)
+    cmd = [sys.executable, "bench/learning_proof.py", "--recipe", "grpo-large",
+           "--work", str(tmp_path / "w"), "--out", str(out), "--n-videos", "8", "--test-share=0.5",
            "--per-video", "2", "--grpo-config", "configs/proof-grpo.yaml", "--grpo-steps", "2",
-           "--eval-limit", "0", "--systems", "sft,grpo", "--seed", "3"]
+           "--systems", "sft,grpo", "--seed", "3"]
     r = subprocess.run(cmd, cwd=ROOT, env=mvp_env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     rep = json.loads(out.read_text())
@@ -34,6 +36,18 @@ def test_proof_from_a_warm_start_writes_the_report(tmp_path):
     assert (tmp_path / "w" / "grpo" / "checkpoints").is_dir() and not (tmp_path / "w" / "sft").exists()
     assert rep["plot"] and (tmp_path / "w" / "learning_curves.png").stat().st_size > 1000
     assert "grpo - sft" in r.stdout
+
+
+def test_recipe_flags_and_what_the_command_line_overrides():
+    sys.path.insert(0, str(ROOT))
+    from bench.learning_proof import RECIPES, parse_args
+    chain = parse_args([])
+    assert chain.recipe == "chain" and chain.sft_from is None and chain.n_videos == 600 and not chain.in_process
+    large = parse_args(["--recipe", "grpo-large"])
+    for key, value in RECIPES["grpo-large"].items():
+        assert getattr(large, key) == value
+    mine = parse_args(["--recipe", "grpo-large", "--n-videos", "600", "--test-share=0.2"])
+    assert (mine.n_videos, mine.test_share, mine.in_process) == (600, 0.2, True)   # the defaults' values, given
 
 
 def _fake_run(work, diffs_by_video: dict[str, list[float]]):
