@@ -4,6 +4,8 @@ the micro-batch, completions of different lengths with and without an eos, LoRA 
 the trainer's own `completion_logps`."""
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -28,7 +30,8 @@ def _sequences(model_data, tmp_path, model_dir, processor, video_mode: bool, gro
     cfg = load_config(None, [f"model={model_dir}", f"puzzles={data / 'puzzles.jsonl'}", f"output_dir={tmp_path}",
                              "max_pixels=3136", f"video_mode={str(video_mode).lower()}"])
     ps = PuzzleSet.open(cfg)
-    encs = [ps.encode(r, processor) for r in recs[:3]]
+    encs = [ps.encode(r, processor) for r in (recs[0], _one_frame_fewer(recs[1]), recs[2])]
+    assert len({int(e["input_ids"].shape[-1]) for e in encs}) > 1      # prompts of different lengths: left padding
     seqs = [e for e in encs for _ in range(group)][:-1]
     tok = processor.tokenizer
     g = torch.Generator().manual_seed(5)
@@ -39,6 +42,18 @@ def _sequences(model_data, tmp_path, model_dir, processor, video_mode: bool, gro
             c[-1] = tok.eos_token_id
         comps.append(c)
     return seqs, comps, tok.pad_token_id, frozenset({tok.eos_token_id})
+
+
+def _one_frame_fewer(rec: dict) -> dict:
+    """The same puzzle shown with one context frame fewer (a shorter prompt), under a new id."""
+    r = copy.deepcopy(rec)
+    r["id"] += "-short"
+    m = r["mask"]
+    if m["start"] + m["length"] < len(r["frames"]):
+        r["frames"] = r["frames"][:-1]
+    else:
+        r["frames"], m["start"] = r["frames"][1:], m["start"] - 1
+    return r
 
 
 def _plain(model, seqs, comps, pad, eos):
