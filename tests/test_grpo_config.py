@@ -37,7 +37,7 @@ def test_yaml_then_overrides(tmp_path):
     (["num_generations=two"], "num_generations must be an integer, got 'two'"),
     (["num_generations=1"], "num_generations must be >= 2"),
     (["per_device_train_batch_size=6"], "must be a multiple of num_generations (8)"),
-    (["temperature=0"], "temperature must be > 0"),
+    (["temperature=0"], "temperature must be >= 0.001"),
     (["top_p=1.5"], "top_p must be in (0, 1]"),
     (["freeze_vision=maybe"], "freeze_vision must be true or false"),
     (["learning_rate=fast"], "learning_rate must be a number"),

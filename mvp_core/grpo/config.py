@@ -84,8 +84,9 @@ class GRPOConfig(DocumentedConfig):
 
     # ---- sampling ------------------------------------------------------------------------------
     max_completion_length: int = Field(256, ge=1, le=32_768, description="Most new tokens per completion.")
-    temperature: float = Field(1.0, gt=0.0, le=10.0, description="Sampling temperature; log-probs use the "
-                                                                 "same temperature (as TRL).")
+    temperature: float = Field(1.0, ge=1e-3, le=10.0, description=(
+        "Sampling temperature; log-probs use the same temperature (as TRL). At least 1e-3: logits / a "
+        "vanishing temperature overflow to inf and sampling fails."))
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus sampling mass (1 = off).")
     top_k: int = Field(0, ge=0, le=1_000_000, description=(
         "Sample only from the k most likely tokens; 0 = off. Anything but 0 makes the sampler differ "

@@ -70,13 +70,15 @@ def train(cfg: GRPOConfig, resume: bool = False, on_step=None, policy=None) -> d
 
 def _train(cfg: GRPOConfig, resume: bool, on_step, info: D.DistInfo, stop: StopFlag, policy) -> dict:
     data = PuzzleSet.open(cfg)
+    heldout = heldout_for(cfg, info)         # a bad held-out file stops before the run directory is made
     run = open_run(cfg, info, resume)
     log = RunLogger(run, info)
     start_step, ckpt = start_point(run, cfg, resume, log)
-    mark_running(run, cfg, data, info, start_step)
     trainer = build_trainer(cfg, info, ckpt, policy, start_step, log)
+    # config.yaml and status only once the model loads: a bad model path leaves no run behind that
+    # a corrected rerun would refuse as "already holds a run"
+    mark_running(run, cfg, data, info, start_step)
     log_setup(trainer, data, log)
-    heldout = heldout_for(cfg, info)
 
     step, metrics = start_step, {}
     while step < cfg.max_steps:

@@ -92,11 +92,16 @@ def _start(run: RunDir, cfg: SFTConfig, data: PuzzleSet, resume: bool, log):
             checkpoint.check_readable(ckpt)      # before the status and metrics are touched
             checkpoint.check_same_start(ckpt, cfg.model, cfg.lora)
             log(f"resuming from {ckpt} (step {start_step})")
+    return start_step, ckpt
+
+
+def _mark_running(run: RunDir, cfg: SFTConfig, data: PuzzleSet, start_step: int) -> None:
+    """config.yaml, metrics and status: written once the model and optimizer load, so a bad model
+    path leaves no run behind that a corrected rerun would refuse."""
     if start_step == 0:
         run.write_config(data.config_yaml(cfg, 1).replace("run_info:", "run_info:\n  kind: sft", 1))
     run.truncate_metrics(start_step)
     run.write_status(state="running", step=start_step, max_steps=cfg.max_steps, kind="sft")
-    return start_step, ckpt
 
 
 def _train(cfg: SFTConfig, resume: bool, on_step, stop: StopFlag) -> dict:
@@ -158,6 +163,7 @@ def _setup(run: RunDir, cfg: SFTConfig, data: PuzzleSet, resume: bool, log):
         checkpoint.load_optimizer_state(ckpt, optimizer, scheduler)
         resume_schedule(optimizer, scheduler, cfg, start_step)
         checkpoint.load_rng(ckpt, 0)
+    _mark_running(run, cfg, data, start_step)
     tok = processor.tokenizer
     eos = tok.convert_tokens_to_ids("<|im_end|>") if "<|im_end|>" in tok.get_vocab() else tok.eos_token_id
     ctx = {"pad": tok.pad_token_id if tok.pad_token_id is not None else eos, "eos": eos,
