@@ -121,17 +121,26 @@ def _set_threads(args) -> None:
 def settings(args, run_config: dict | None = None) -> dict:
     """Prompt and sampler settings: an explicit flag, else the run's config (--run), else the
     defaults training uses."""
+    from app.cli.model_target import run_setting
     from mvp_core.model import sampler as S
     run = run_config or {}
-    bf16 = str(run.get("bf16", "")).lower()
-    defaults = {"dtype": "bfloat16" if bf16 == "true" else "auto",
-                "max_new_tokens": run.get("max_completion_length", 128),
-                "temperature": run.get("temperature", S.DEFAULT_TEMPERATURE),
-                "top_p": run.get("top_p", S.DEFAULT_TOP_P), "top_k": run.get("top_k", S.DEFAULT_TOP_K),
-                "min_p": run.get("min_p", S.DEFAULT_MIN_P),
-                "repetition_penalty": run.get("repetition_penalty", S.DEFAULT_REPETITION_PENALTY),
-                "max_pixels": run.get("max_pixels") or None, "video_mode": bool(run.get("video_mode", False))}
-    return {k: (getattr(args, k) if getattr(args, k, None) is not None else v) for k, v in defaults.items()}
+    # flag: (the run config's key, the default without a run); a run value is read (and checked)
+    # only for a flag not given, so a damaged value can be overridden on the command line
+    keys = {"dtype": ("bf16", False), "max_new_tokens": ("max_completion_length", 128),
+            "temperature": ("temperature", S.DEFAULT_TEMPERATURE), "top_p": ("top_p", S.DEFAULT_TOP_P),
+            "top_k": ("top_k", S.DEFAULT_TOP_K), "min_p": ("min_p", S.DEFAULT_MIN_P),
+            "repetition_penalty": ("repetition_penalty", S.DEFAULT_REPETITION_PENALTY),
+            "max_pixels": ("max_pixels", None), "video_mode": ("video_mode", False)}
+    out = {}
+    for k, (rk, default) in keys.items():
+        if getattr(args, k, None) is not None:
+            out[k] = getattr(args, k)
+        elif k == "dtype":
+            out[k] = "bfloat16" if str(run.get(rk, "")).lower() == "true" else "auto"   # bf16: auto|true|false
+        else:
+            v = run_setting(run, rk, default)
+            out[k] = (v or None) if k == "max_pixels" else v
+    return out
 
 
 def _prompt_cfg(args, run_config: dict | None = None):
@@ -163,14 +172,10 @@ def _rollout(args) -> int:
     ck = "" if not target.run_id else f"-{target.checkpoint_id or 'base'}"
     out = Path(args.out) if args.out else data / "rollouts" / f"{run_name}{ck}.parquet"
     pcfg, gcfg = _prompt_cfg(args, target.run_config), _gen_cfg(args, args.num_generations, run_config=target.run_config)
+    file_done = _answers_in(out)          # before the model loads: a bad --out is one line, not a late traceback
     model, processor = load_policy(target.model_path, dtype=settings(args, target.run_config)["dtype"],
                                    device=args.device)
     store = None if args.no_db else _rollout_store(args, data, run_name, records, target)
-    file_done = set()
-    if out.exists():
-        import pyarrow.parquet as pq
-        t = pq.read_table(out, columns=["puzzle_id", "sample_index"])
-        file_done = set(zip(t["puzzle_id"].to_pylist(), t["sample_index"].to_pylist()))
     # Resume from what both sinks hold, so neither ends up with a gap (the store skips keys it has).
     done = (store.done_keys() & file_done) if store else file_done
     stats = RolloutStats()
@@ -203,6 +208,23 @@ def _rollout(args) -> int:
     return 0
 
 
+def _answers_in(out: Path) -> set:
+    """(puzzle id, sample index) pairs the Parquet file already holds; a directory or a file that is
+    not this command's Parquet output is a one-line error (it was a pyarrow traceback)."""
+    if out.is_dir():
+        raise UserError(f"--out {out} is a directory; give a .parquet file")
+    if not out.exists():
+        _check_parent(out)
+        return set()
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    try:
+        t = pq.read_table(out, columns=["puzzle_id", "sample_index"])
+    except (pa.ArrowException, KeyError) as e:
+        raise UserError(f"--out {out} is not a Parquet file of answers ({str(e).splitlines()[0]})") from None
+    return set(zip(t["puzzle_id"].to_pylist(), t["sample_index"].to_pylist()))
+
+
 def _rollout_store(args, data, run_name, records, target):
     from db.engine import open_db
     from db.rollouts import RolloutStore
@@ -226,6 +248,7 @@ def _eval(args) -> int:
     from mvp_core.model.policy import load_policy
     from mvp_core.model.rollout import frame_loader
     records, data = load_puzzles(args)
+    out = _report_paths(args.out) if args.out else None
     target = resolve_target(args, data)
     apply_run_settings(args, target)
     _set_threads(args)
@@ -240,14 +263,47 @@ def _eval(args) -> int:
     if not args.no_db and (args.set or target.run_id):
         _store_eval(args, data, target, report)
     md = markdown_report(report) + _humans_md(report.get("humans"))
-    if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2))
-        out.with_suffix(".md").write_text(md)
-        print(f"report written to {out} and {out.with_suffix('.md')}", file=sys.stderr)
+    if out:
+        _write_atomic(out[0], json.dumps(report, indent=2))
+        _write_atomic(out[1], md)
+        print(f"report written to {out[0]} and {out[1]}", file=sys.stderr)
     sys.stdout.write(md)
     return 0
+
+
+def _report_paths(out: str) -> tuple[Path, Path]:
+    """(JSON, Markdown) paths of `mvp eval --out`, checked before the model runs: a directory, a
+    path through a file, or a .md name (the Markdown replaced the JSON report) failed only after the
+    whole evaluation, or lost the JSON in silence."""
+    js = Path(out)
+    md = js.with_suffix(".md")
+    if md == js:
+        raise UserError(f"--out {out}: give the JSON report's path (the Markdown table is written next to it as .md)")
+    for f in (js, md):
+        if f.is_dir():
+            raise UserError(f"--out {out}: {f} is a directory")
+    _check_parent(js)
+    return js, md
+
+
+def _check_parent(path: Path) -> None:
+    """The nearest existing folder above `path` must be a folder (missing ones are created)."""
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UserError(f"--out {path}: {parent} is not a directory")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write next to `path`, then rename over it: an interrupted write leaves the old file whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _humans(args, data) -> dict:

@@ -37,11 +37,31 @@ def resolve_target(args, data: Path) -> Target:
         raise UserError("--checkpoint needs --run")
     if not args.run:
         return Target(model_path=args.model, label=args.model)
+    key = (args.checkpoint or "latest").strip()
+    # a step is digits only: int() also took "1_0" (step 10), "+10" and non-ASCII digits
+    digits = key.removeprefix("step_")
+    if key not in ("base", "latest") and not (digits.isascii() and digits.isdigit()):
+        raise UserError(f"checkpoint {key!r}: give base, latest or a step number")
     from db.engine import open_db
-    from db.runs import resolve
+    from db.models.runs import Checkpoint, Run
+    from db.runs import index_run, read_run_dir, resolve
+    from sqlalchemy import select
     Session = open_db(args.db, data)
     with Session() as s:
-        run, ck, path = resolve(s, args.run, args.checkpoint)
+        run = s.get(Run, args.run)
+        if run is None and Path(args.run).is_dir():
+            if read_run_dir(args.run) is None:
+                raise UserError(f"run directory {args.run} holds no readable run ({_why_no_run(Path(args.run))})")
+            run = s.get(Run, index_run(s, args.run))
+        elif run is not None and run.dir and Path(run.dir).is_dir():
+            index_run(s, run.dir)        # the index may be stale: checkpoints saved or deleted since
+        if key == "latest" and run is not None:
+            # the latest checkpoint still on disk (a deleted one keeps its row while answers use it)
+            steps = s.scalars(select(Checkpoint).where(Checkpoint.run_id == run.id)
+                              .order_by(Checkpoint.step.desc()))
+            on_disk = next((c.step for c in steps if Path(c.path).is_dir()), None)
+            key = str(on_disk) if on_disk is not None else key
+        run, ck, path = resolve(s, run.id if run is not None else args.run, key)
         target = Target(model_path=path, run_id=run.id, checkpoint_id=ck.id if ck else None,
                         label=f"run {run.id}, {'step ' + str(ck.step) if ck else 'base model'}",
                         run_config=dict(run.config or {}))
@@ -49,12 +69,44 @@ def resolve_target(args, data: Path) -> Target:
     return target
 
 
+def _why_no_run(d: Path) -> str:
+    from mvp_core.config import load_yaml_mapping
+    if not (d / "config.yaml").is_file():
+        return "no config.yaml"
+    try:
+        load_yaml_mapping(d / "config.yaml", ignore=())
+    except UserError as e:
+        return str(e)
+    return "config.yaml cannot be read"
+
+
+# The run config keys rollout / eval take (app/cli/model.py, settings): what each must be.
+_RUN_KINDS = {"max_completion_length": int, "top_k": int, "max_pixels": int, "temperature": float,
+              "top_p": float, "min_p": float, "repetition_penalty": float, "video_mode": bool}
+
+
+def run_setting(cfg: dict, key: str, default=None):
+    """A run config value as the type rollout / eval need, read by pydantic as the trainer's config
+    was; a damaged value is a one-line error (was a traceback from int() or a comparison, or, for
+    video_mode: 'no', video mode in silence)."""
+    from pydantic import TypeAdapter, ValidationError
+    v = cfg.get(key)
+    if v is None:
+        return default
+    kind = _RUN_KINDS[key]
+    try:
+        return TypeAdapter(kind).validate_python(v)
+    except ValidationError:
+        what = {int: "a whole number", float: "a number", bool: "true or false"}[kind]
+        raise UserError(f"the run's config.yaml: {key} is {v!r}, not {what}") from None
+
+
 def apply_run_settings(args, target: Target) -> None:
     """A run's checkpoint is asked as it was trained: its image size and video mode, unless given."""
     cfg = target.run_config
-    if getattr(args, "max_pixels", None) is None and cfg.get("max_pixels"):
-        args.max_pixels = int(cfg["max_pixels"])
-    if not getattr(args, "video_mode", False) and cfg.get("video_mode"):
+    if getattr(args, "max_pixels", None) is None and run_setting(cfg, "max_pixels"):
+        args.max_pixels = run_setting(cfg, "max_pixels")
+    if not getattr(args, "video_mode", False) and run_setting(cfg, "video_mode"):
         args.video_mode = True
 
 
