@@ -264,8 +264,10 @@ def _eval(args) -> int:
         _store_eval(args, data, target, report)
     md = markdown_report(report) + _humans_md(report.get("humans"))
     if out:
-        _write_atomic(out[0], json.dumps(report, indent=2))
-        _write_atomic(out[1], md)
+        from mvp_core.grpo.rundir import atomic_write     # whole or absent: an interrupted write keeps the old file
+        out[0].parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(out[0], json.dumps(report, indent=2))
+        atomic_write(out[1], md)
         print(f"report written to {out[0]} and {out[1]}", file=sys.stderr)
     sys.stdout.write(md)
     return 0
@@ -293,17 +295,6 @@ def _check_parent(path: Path) -> None:
         parent = parent.parent
     if not parent.is_dir():
         raise UserError(f"--out {path}: {parent} is not a directory")
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Write next to `path`, then rename over it: an interrupted write leaves the old file whole."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(text)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _humans(args, data) -> dict:
