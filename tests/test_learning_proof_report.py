@@ -43,6 +43,9 @@ def test_recipe_flags_and_what_the_command_line_overrides():
     from bench.learning_proof import RECIPES, parse_args
     chain = parse_args([])
     assert chain.recipe == "chain" and chain.sft_from is None and chain.n_videos == 600 and not chain.in_process
+    assert chain.grpo_config.endswith("proof-grpo-large.yaml") and chain.grpo_set == ["eval_steps=25"]
+    # a list setting adds to the recipe's (the command line's last, so it wins)
+    assert parse_args(["--grpo-set", "eval_steps=0"]).grpo_set == ["eval_steps=25", "eval_steps=0"]
     large = parse_args(["--recipe", "grpo-large"])
     for key, value in RECIPES["grpo-large"].items():
         assert getattr(large, key) == value
