@@ -43,7 +43,7 @@ SFT_SHARE, GRPO_SHARE = 0.55, 0.25
 # in-process, so GRPO runs its 150 steps instead of a time share (~22 min on one core).
 # chain: GRPO's stage is the large batch too (--grpo-config's default), with a held-out point every 25 steps
 # for the plot (recipe lists go before the command line's, whose settings then win): the
-# small-batch config cost the converged SFT -0.11 held-out reward, the large one +0.016 [-0.008, +0.040]
+# small-batch config cost the converged SFT -0.11 held-out reward, the large one +0.016 and +0.001 (neutral)
 # in the budget's ~86 steps (docs/BENCHMARKS.md, "Learning proof").
 RECIPES = {
     "chain": {"grpo_set": ["eval_steps=25"]},
