@@ -275,12 +275,15 @@ def generate(ctx: StepContext, seq_encs: list[dict]) -> list[torch.Tensor]:
     cfg = ctx.cfg
     gen_model = D.unwrap(ctx.train_model)
     gen_model.eval()
-    batch = batching.collate(seq_encs, None, ctx.pad_id, ctx.info.device)
-    batch.pop("completion_mask")
-    prompt_len = batch.pop("prompt_len")
     with ctx.autocast(), D.gathered_for_generate(gen_model):
-        if cfg.share_prompt:         # each puzzle's prompt prefilled once for its G samples (shared_prompt.py)
-            batch = shared_prompt.prefill_for_generate(gen_model, seq_encs, ctx.pad_id, ctx.info.device) or batch
+        # each puzzle's prompt prefilled once for its G samples (shared_prompt.py); else every sequence whole
+        batch = (shared_prompt.prefill_for_generate(gen_model, seq_encs, ctx.pad_id, ctx.info.device)
+                 if cfg.share_prompt else None)
+        if batch is None:
+            batch = batching.collate(seq_encs, None, ctx.pad_id, ctx.info.device)
+            batch.pop("completion_mask")
+            batch.pop("prompt_len")
+        prompt_len = batch["input_ids"].shape[1]
         # the run's own sampler settings, never the checkpoint's generation_config (sampler.py)
         out = sample(gen_model, batch, SamplerSettings.from_config(cfg), use_cache=True, pad_token_id=ctx.pad_id)
     return [batching.trim_completion(row[prompt_len:].cpu(), ctx.eos_ids) for row in out]
@@ -290,7 +293,7 @@ def completion_logps(ctx: StepContext, model, encs: list[dict], comps: list[torc
     """(log p(completion token) under `model` at the sampling temperature (B, T), entropy or None,
     the completion mask (B, T))."""
     with ctx.autocast():
-        logits, mask = completion_logits(ctx, model, encs, comps)
+        logits, mask, ids = completion_logits(ctx, model, encs, comps)
     logits = logits / ctx.cfg.temperature
     # The sampler never emits vision placeholders (suppressed): the policy is the distribution
     # renormalised without them, so the log-probs must be too (sampler.py).
@@ -298,28 +301,24 @@ def completion_logps(ctx: StepContext, model, encs: list[dict], comps: list[torc
     if blocked:
         logits = logits.clone()
         logits[..., blocked] = float("-inf")
-    ids = torch.stack([_pad(c, mask.shape[1], ctx.pad_id) for c in comps]).to(logits.device)
     logps = selective_log_softmax(logits, ids)
     entropy = entropy_from_logits(logits) if with_entropy else None
     return logps, entropy, mask
 
 
 def completion_logits(ctx: StepContext, model, encs: list[dict], comps: list[torch.Tensor]):
-    """(logits (B, T, V) predicting each completion token, completion mask (B, T)): each group's
-    prompt run once where the model allows (shared_prompt.py, `share_prompt`), else every
-    sequence whole."""
+    """(logits (B, T, V) predicting each completion token, completion mask (B, T), the completion
+    ids (B, T), padded): each group's prompt run once where the model allows (shared_prompt.py,
+    `share_prompt`), else every sequence whole."""
     if ctx.cfg.share_prompt and shared_prompt.can_share(model, ctx.cfg.gradient_checkpointing):
         logits, batch = shared_prompt.completion_logits(model, encs, comps, ctx.pad_id, ctx.info.device, ctx.eos_ids)
-        return logits, batch["completion_mask"]
-    batch = batching.collate(encs, comps, ctx.pad_id, ctx.info.device, ctx.eos_ids)
-    inputs = {k: v for k, v in batch.items() if k not in ("completion_mask", "prompt_len")}
-    n_comp = batch["completion_mask"].shape[1]
-    logits = model(**inputs, logits_to_keep=n_comp + 1, use_cache=False).logits
-    return logits[:, :-1, :], batch["completion_mask"]            # position t predicts token t+1
-
-
-def _pad(c: torch.Tensor, width: int, pad_id: int) -> torch.Tensor:
-    return torch.cat([c, torch.full((width - c.numel(),), pad_id, dtype=c.dtype)])
+    else:
+        batch = batching.collate(encs, comps, ctx.pad_id, ctx.info.device, ctx.eos_ids)
+        inputs = {k: v for k, v in batch.items() if k not in ("completion_mask", "prompt_len")}
+        n_comp = batch["completion_mask"].shape[1]
+        logits = model(**inputs, logits_to_keep=n_comp + 1, use_cache=False).logits[:, :-1, :]  # t predicts t+1
+    mask = batch["completion_mask"]
+    return logits, mask, batch["input_ids"][:, -mask.shape[1]:]
 
 
 @torch.no_grad()

@@ -53,10 +53,8 @@ def completion_logits(model, encs: list[dict], comps: list[torch.Tensor], pad_id
     """(logits (B, T, V), batch): row i, column t predicts completion token t of sequence i, as
     the plain forward's `logits[:, :-1]` would. `batch` holds input_ids and completion_mask like
     batching.collate's, without the visual tensors (never repeated here)."""
-    counts = runs_of_same_prompt(encs)
+    counts, starts, prompts = _unique_prompts(encs, pad_id, device)
     full = batching.collate(encs, comps, pad_id, device, eos_ids, visual=False)
-    starts = torch.tensor([0] + counts[:-1]).cumsum(0).tolist()
-    prompts = batching.collate([encs[s] for s in starts], None, pad_id, device)
     P = full.pop("prompt_len")
     positions = _positions(model, encs, full, device)
     # 1. the unique prompts, their keys/values kept (with gradient); the last position predicts token 0
@@ -71,6 +69,13 @@ def completion_logits(model, encs: list[dict], comps: list[torch.Tensor], pad_id
     first = head.logits[:, -1:, :].repeat_interleave(repeats, dim=0)
     logits = torch.cat([first, tail.logits[:, :-1, :]], dim=1)
     return logits, full
+
+
+def _unique_prompts(encs: list[dict], pad_id: int, device) -> tuple[list[int], list[int], dict]:
+    """(run lengths, each run's first row, the runs' prompts collated once each)."""
+    counts = runs_of_same_prompt(encs)
+    starts = torch.tensor([0] + counts[:-1]).cumsum(0).tolist()
+    return counts, starts, batching.collate([encs[s] for s in starts], None, pad_id, device)
 
 
 def _repeat_rows(cache, repeats: torch.Tensor):
@@ -104,9 +109,7 @@ def prefill_for_generate(model, encs: list[dict], pad_id: int, device: torch.dev
     owner = rope_owner(model)
     if owner is None or not hasattr(owner, "rope_deltas"):
         return None
-    counts = runs_of_same_prompt(encs)
-    starts = torch.tensor([0] + counts[:-1]).cumsum(0).tolist()
-    prompts = batching.collate([encs[s] for s in starts], None, pad_id, device)
+    counts, _, prompts = _unique_prompts(encs, pad_id, device)
     prompts.pop("completion_mask")
     prompts.pop("prompt_len")
     if bool(prompts["mm_token_type_ids"][:, -1].any()):
