@@ -240,15 +240,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--recipe", choices=sorted(RECIPES), default="chain",
                    help="chain (default): the whole chain, SFT trained here; grpo-large: GRPO's large-batch "
                         "recipe from the shipped SFT on 1,500 new videos, 60%% held out (its flags unless given)")
-    args = p.parse_args(argv)
-    given = {a.dest for a in p._actions for tok in (sys.argv[1:] if argv is None else argv)
-             for opt in a.option_strings if tok == opt or tok.startswith(opt + "=")}
-    for key, value in RECIPES[args.recipe].items():
-        if isinstance(value, list):                            # --grpo-set: the recipe's first, then yours
-            setattr(args, key, value + getattr(args, key))
-        elif key not in given:                                 # a flag given on the command line wins
-            setattr(args, key, value)
-    return args
+    # the recipe's values become the defaults, so a flag given on the command line (even abbreviated)
+    # wins; --grpo-set appends to a copy of its default list: the recipe's settings first, then yours
+    p.set_defaults(**RECIPES[p.parse_known_args(argv)[0].recipe])
+    return p.parse_args(argv)
 
 
 def main(argv=None) -> int:

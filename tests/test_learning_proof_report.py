@@ -51,6 +51,9 @@ def test_recipe_flags_and_what_the_command_line_overrides():
         assert getattr(large, key) == value
     mine = parse_args(["--recipe", "grpo-large", "--n-videos", "600", "--test-share=0.2"])
     assert (mine.n_videos, mine.test_share, mine.in_process) == (600, 0.2, True)   # the defaults' values, given
+    # argparse's abbreviations count as given too
+    short = parse_args(["--recipe", "grpo-large", "--sft-f", "MINE", "--n-vid", "7"])
+    assert (short.sft_from, short.n_videos, short.test_share) == ("MINE", 7, 0.6)
 
 
 def _fake_run(work, diffs_by_video: dict[str, list[float]]):
