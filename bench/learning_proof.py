@@ -55,10 +55,15 @@ RECIPES = {
 IN_PROCESS = False     # --in-process: `mvp` commands run through app.cli.main in this process
 
 
-def mvp(*args, env=None, deadline: float | None = None, log: Path | None = None) -> int:
-    """Run `mvp ARGS` to completion, or SIGTERM it at `deadline` (then wait for its clean exit)."""
-    cmd = [sys.executable, "-m", "app.cli", *map(str, args)]
-    print("$ mvp " + " ".join(map(str, args)), flush=True)
+def mvp(*args, env=None, deadline: float | None = None, log: Path | None = None, ranks: int = 1) -> int:
+    """Run `mvp ARGS` to completion, or SIGTERM it at `deadline` (then wait for its clean exit).
+    ranks > 1: as that many torchrun processes (torchrun passes the SIGTERM on to every rank; they
+    agree on the step to stop at and rank 0 saves the checkpoint)."""
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(ranks)] \
+        if ranks > 1 else [sys.executable]
+    cmd = [*launcher, "-m", "app.cli", *map(str, args)]
+    print(("$ torchrun --nproc_per_node %d -m app.cli " % ranks if ranks > 1 else "$ mvp ")
+          + " ".join(map(str, args)), flush=True)
     if IN_PROCESS:
         from app.cli.main import main as mvp_main
         rc = mvp_main([str(a) for a in args])
@@ -117,7 +122,7 @@ def synth(files: list[Path], data: Path, args, env) -> Path:
     if not jsonl.is_file():
         mvp("synth", *files, "--data", data, "--db", f"sqlite:///{data / 'mvp.sqlite'}", "--n", args.n,
             "--m", args.m, "--l", args.l, "--per-video", args.per_video, "--fps", args.synth_fps, "--seed", args.seed,
-            "--quiet", env=env)
+            "--workers", args.procs, "--quiet", env=env)
     n = sum(1 for line in jsonl.read_text().splitlines() if line.strip())
     if n == 0:
         raise SystemExit(f"synthesis made no puzzles in {data}")
@@ -158,7 +163,8 @@ def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end:
         if not (sft / "status.json").is_file() or json.loads((sft / "status.json").read_text())["state"] != "finished":
             mvp("sft", args.sft_config, f"model={base}", f"puzzles={train_jsonl}", f"output_dir={sft}",
                 f"max_steps={args.sft_steps}", f"seed={args.seed}", *heldout, *args.sft_set,
-                *(["--resume"] if (sft / "config.yaml").is_file() else []), env=env,
+                *(["--resume"] if (sft / "config.yaml").is_file() else []),
+                env=dict(env, OMP_NUM_THREADS=str(args.procs)),       # one process: its threads use the cores
                 deadline=time.time() + budget * SFT_SHARE / (SFT_SHARE + GRPO_SHARE + 0.2), log=work / "sft.log")
         sft_ckpt = latest_checkpoint(sft)
     grpo = work / "grpo"
@@ -166,13 +172,32 @@ def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end:
         shutil.rmtree(grpo)          # started from an SFT checkpoint the SFT has since gone past: start over
     budget = t_end - time.time()
     if not (grpo / "status.json").is_file() or json.loads((grpo / "status.json").read_text())["state"] != "finished":
+        ranks, per_rank = grpo_ranks(args)
         mvp("train", args.grpo_config, f"model={sft_ckpt}", f"puzzles={train_jsonl}",
             f"output_dir={grpo}", f"max_steps={args.grpo_steps}", f"seed={args.seed}", *_grpo_heldout(heldout),
-            *args.grpo_set,
+            *args.grpo_set, *per_rank,
             *(["--resume"] if (grpo / "config.yaml").is_file() else []),
-            env=env, deadline=time.time() + budget * GRPO_SHARE / (GRPO_SHARE + 0.2), log=work / "grpo.log")
+            env=env, deadline=time.time() + budget * GRPO_SHARE / (GRPO_SHARE + 0.2), log=work / "grpo.log",
+            ranks=ranks)
     return {"base": base, "sft": sft_ckpt, "grpo": latest_checkpoint(grpo),
             "_sft_run": None if args.sft_from else sft, "_grpo_run": grpo}
+
+
+def grpo_ranks(args) -> tuple[int, list[str]]:
+    """GRPO's processes and the setting that keeps the config's puzzles per step across them: with
+    N ranks each samples 1/N of the step's groups, so gradient_accumulation_steps is divided by N
+    (docs/BENCHMARKS.md: two ranks use the 2 cores best, 1.9x one thread). One process when the
+    config's accumulation does not divide, or in-process."""
+    import yaml
+    from mvp_core.grpo.config import GRPOConfig
+    if args.procs < 2 or IN_PROCESS:
+        return 1, []
+    settings = dict(yaml.safe_load(Path(args.grpo_config).read_text()) or {})
+    settings.update(kv.split("=", 1) for kv in args.grpo_set if "=" in kv)
+    accum = int(settings.get("gradient_accumulation_steps", GRPOConfig.model_fields["gradient_accumulation_steps"].default))
+    if accum % args.procs:
+        return 1, []
+    return args.procs, [f"gradient_accumulation_steps={accum // args.procs}"]
 
 
 def _grpo_heldout(heldout: list[str]) -> list[str]:
@@ -182,16 +207,19 @@ def _grpo_heldout(heldout: list[str]) -> list[str]:
     return heldout if "eval_puzzles" in names else []
 
 
-def evaluate_all(models: dict[str, Path], test_jsonl: Path, work: Path, env,
-                 max_new_tokens: int = 64, systems: tuple[str, ...] = ("base", "sft", "grpo")) -> dict[str, dict]:
-    reports = {}
-    for name in systems:
+def evaluate_all(models: dict[str, Path], test_jsonl: Path, work: Path, env, max_new_tokens: int = 64,
+                 systems: tuple[str, ...] = ("base", "sft", "grpo"), procs: int = 1) -> dict[str, dict]:
+    """`mvp eval` of each system on the test puzzles, `procs` at a time (one thread each)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(name: str) -> dict:
         out = work / "eval" / f"{name}.json"
         if not out.is_file():
             mvp("eval", "--model", models[name], "--puzzles", test_jsonl, "--out", out, "--no-db",
-                "--threads", "1", "--max-new-tokens", max_new_tokens, env=env, log=work / "eval.log")
-        reports[name] = json.loads(out.read_text())
-    return reports
+                "--threads", "1", "--max-new-tokens", max_new_tokens, env=env, log=work / f"eval_{name}.log")
+        return json.loads(out.read_text())
+    with ThreadPoolExecutor(max_workers=1 if IN_PROCESS else max(1, procs)) as pool:
+        return dict(zip(systems, pool.map(one, systems)))
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -234,6 +262,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--systems", default="base,sft,grpo",
                    help="models evaluated on the test puzzles (comma-separated of base, sft, grpo; default all)")
     p.add_argument("--max-new-tokens", type=int, default=64, help="answer length of the final evaluations")
+    p.add_argument("--procs", type=int, default=2,
+                   help="cores the proof uses (default 2): synthesis workers, the SFT's threads, GRPO's torchrun "
+                        "ranks (same puzzles per step) and evaluations at once; 1: one thread throughout")
     p.add_argument("--in-process", action="store_true",
                    help="run the commands in this process (one torch import; no time shares: the trainers "
                         "run to max_steps)")
@@ -277,7 +308,7 @@ def main(argv=None) -> int:
     systems = tuple(x.strip() for x in args.systems.split(",") if x.strip())
     if not systems or set(systems) - {"base", "sft", "grpo"}:
         raise SystemExit(f"--systems {args.systems!r}: give some of base, sft, grpo")
-    reports = evaluate_all(models, test_jsonl, work, env, args.max_new_tokens, systems)
+    reports = evaluate_all(models, test_jsonl, work, env, args.max_new_tokens, systems, args.procs)
     lap("eval")
 
     from bench.learning_stats import plot, report, system_scores, table

@@ -87,6 +87,26 @@ def test_loss_counts_completion_tokens_only(tiny_policy, model_data, tiny_model_
         f"<answer>{', '.join(recs[0]['answer'])}</answer>")
 
 
+def test_input_cache_is_bounded_by_bytes_and_keeps_the_recent(tiny_policy, model_data, tiny_model_dir):
+    """Encoded puzzles stay cached up to a byte budget, least recently used out first, and a cached
+    puzzle's inputs are the ones a fresh encode gives."""
+    from mvp_core.grpo.data import PuzzleSet
+    _, proc = tiny_policy
+    cfg = load_sft_config(None, _settings(tiny_model_dir, model_data[0], "unused"))
+    recs = model_data[1][:4]
+    one = PuzzleSet.open(cfg)
+    first = one.encode(recs[0], proc)
+    size = one._cache_bytes
+    assert size > 0 and one.encode(recs[0], proc) is first                       # a hit
+    small = PuzzleSet.open(cfg)
+    for r in recs:
+        small.encode(r, proc, max_bytes=int(2.5 * size))
+    held = list(small._cache)
+    assert held[-1] == recs[3]["id"] and recs[0]["id"] not in held and small._cache_bytes <= 2.5 * size
+    again = small.encode(recs[0], proc, max_bytes=int(2.5 * size))                 # evicted: encoded anew
+    assert all(torch.equal(again[k], first[k]) for k in first if isinstance(first[k], torch.Tensor))
+
+
 def test_scan_target_lists_options_up_to_each_masked_frames_option():
     rec = {"frames": [{"t": 3.0}, {"t": 4.0}, {"t": 5.0}, {"t": 6.0}, {"t": 7.0}], "mask": {"start": 2, "length": 2},
            "options": [{"t": 1.0, "label": "A"}, {"t": 6.0, "label": "B"}, {"t": 9.0, "label": "C"},

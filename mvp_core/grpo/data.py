@@ -15,11 +15,18 @@ from mvp_core.grpo.config import GRPOConfig, to_yaml
 from mvp_core.grpo.rundir import file_sha256
 from mvp_core.puzzle import read_puzzles_jsonl
 
+# Encoded puzzles kept in memory, by size: a set that fits is decoded and resized once per run, not
+# once per epoch (an SFT step of the learning proof spends ~20% of its time re-encoding a puzzle that
+# fell out of a 256-puzzle cache: docs/BENCHMARKS.md, "Learning proof"); 2 GiB holds ~4,500 of its
+# puzzles, or ~25 of 16 full-size video frames.
+INPUT_CACHE_BYTES = 2 << 30
+
 
 class PuzzleSet:
     def __init__(self, records: list[dict], cfg: GRPOConfig, path: Path, data_dir: Path, sha256: str):
         self.records, self.cfg, self.path, self.data_dir, self.sha256 = records, cfg, path, data_dir, sha256
-        self._cache: OrderedDict = OrderedDict()
+        self._cache: OrderedDict = OrderedDict()      # id -> (encoded inputs, bytes), least recent first
+        self._cache_bytes = 0
         self._store = None
 
     @classmethod
@@ -61,13 +68,13 @@ class PuzzleSet:
         return steps_done * self.puzzles_per_step(world) / len(self.records)
 
     # ---- model inputs ------------------------------------------------------------------------
-    def encode(self, record: dict, processor, max_cache: int = 256) -> dict:
-        """Processor outputs for one puzzle (batch of 1), cached: frames are decoded and resized
-        once per puzzle, not once per epoch."""
+    def encode(self, record: dict, processor, max_bytes: int = INPUT_CACHE_BYTES) -> dict:
+        """Processor outputs for one puzzle (batch of 1), cached up to max_bytes (least recently
+        used out first): frames are decoded and resized once per puzzle, not once per epoch."""
         hit = self._cache.get(record["id"])
         if hit is not None:
             self._cache.move_to_end(record["id"])
-            return hit
+            return hit[0]
         from mvp_core.model.prompt import PromptConfig, build_inputs
         from mvp_core.video.frames import FrameStore
         if self._store is None:
@@ -77,9 +84,11 @@ class PuzzleSet:
             enc = dict(build_inputs(processor, record, self._store.load, pcfg))
         except (OSError, ValueError) as e:
             raise UserError(f"puzzle {record['id']}: cannot build model inputs ({str(e).splitlines()[0]})") from None
-        self._cache[record["id"]] = enc
-        if len(self._cache) > max_cache:
-            self._cache.popitem(last=False)
+        size = sum(v.numel() * v.element_size() for v in enc.values() if hasattr(v, "element_size"))
+        self._cache[record["id"]] = (enc, size)
+        self._cache_bytes += size
+        while self._cache_bytes > max_bytes and len(self._cache) > 1:
+            self._cache_bytes -= self._cache.popitem(last=False)[1][1]
         return enc
 
     def config_yaml(self, cfg: GRPOConfig, world: int) -> str:
