@@ -1,6 +1,7 @@
 """`mvp train` under torchrun with 2 CPU processes over gloo: the groups are split across the
 ranks, rewards are gathered before normalising, and one run directory is written; with fsdp=true
-the checkpoint holds the full weights and --resume loads the sharded optimizer state.
+the checkpoint holds the full weights and --resume loads the sharded optimizer state. `mvp sft`
+under torchrun takes the same steps as one process given both ranks' puzzles.
 
 Two torchrun launches carry the three `mvp train` runs (on 2 cores a launch costs more than the
 tiny runs themselves): see `torchrun_runs`."""
@@ -32,27 +33,65 @@ def _torchrun(args: list[str]) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def torchrun_runs(tiny_model_dir, model_data, tmp_path_factory):
-    """{"ddp": run dir, "fsdp": run dir, "out": [stdout of each `mvp train`]}. Launch 1 runs the DDP
-    run and the first FSDP run in the same two workers (tests/grpo_torchrun.py); launch 2 is the
+    """{"ddp": run dir, "fsdp": run dir, "sft": run dir, "out": [stdout of each `mvp train`]}. Launch
+    1 runs the DDP run, the first FSDP run and the SFT run in the same two workers
+    (tests/grpo_torchrun.py; SFT before FSDP, whose device mesh outlives its group); launch 2 is the
     plain `torchrun -m app.cli train ... --resume` in fresh processes (FSDP keeps a device mesh
     per process that outlives its process group, so an FSDP resume needs new processes anyway)."""
     data, _ = model_data
     base = tmp_path_factory.mktemp("torchrun")
-    ddp, fsdp = base / "ddp", base / "fsdp"
+    ddp, fsdp, sft = base / "ddp", base / "fsdp", base / "sft"
 
     def fsdp_args(steps):
         return tiny_overrides(tiny_model_dir, data, fsdp, max_steps=steps, save_steps=1, max_completion_length=4,
                               fsdp="true")
     calls = [
         ["train", *tiny_overrides(tiny_model_dir, data, ddp, max_steps=2, save_steps=2, max_completion_length=6)],
+        ["sft", *sft_settings(tiny_model_dir, data, sft, per_device_train_batch_size=2)],
         ["train", *fsdp_args(1)],
     ]
     (base / "calls.json").write_text(json.dumps(calls))
     r = _torchrun([str(ROOT / "tests" / "grpo_torchrun.py"), str(base / "calls.json")])
     out = re.split(r"=== mvp call \d exit 0\n", r.stdout)
-    assert len(out) == 3, r.stdout[-3000:]        # two finished command lines (+ the empty tail)
+    assert len(out) == 4, r.stdout[-3000:]        # three finished command lines (+ the empty tail)
     resumed = _torchrun(["-m", "app.cli", "train", *fsdp_args(2), "--resume"])
-    return {"ddp": ddp, "fsdp": fsdp, "out": out[:2] + [resumed.stdout]}
+    return {"ddp": ddp, "fsdp": fsdp, "sft": sft, "out": [out[0], out[2], resumed.stdout, out[1]]}
+
+
+def sft_settings(model_dir, data, out, **extra) -> list[str]:
+    base = {"model": model_dir, "puzzles": data / "puzzles.jsonl", "output_dir": out, "max_steps": 2,
+            "save_steps": 2, "learning_rate": "1e-3", "lr_scheduler_type": "constant", "max_pixels": 3136,
+            "freeze_vision": "false", "max_completion_length": 8, "seed": 0,
+            "eval_puzzles": data / "puzzles.jsonl", "eval_steps": 2, "eval_limit": 2}
+    base.update(extra)
+    return [f"{k}={v}" for k, v in base.items()]
+
+
+@pytest.mark.slow
+def test_torchrun_sft_takes_the_steps_one_process_takes(torchrun_runs, tiny_model_dir, model_data, tmp_path):
+    """2 ranks x 2 puzzles: the same loss, token accuracy and weights as one process taking the 4
+    puzzles as 2 micro-batches of 2 (the same micro-batches: rank k's share is micro-batch k)."""
+    from app.cli import main
+    run = torchrun_runs["sft"]
+    assert "2 process(es)" in torchrun_runs["out"][3]
+    conf = yaml.safe_load((run / "config.yaml").read_text())
+    assert conf["run_info"]["world_size"] == 2 and conf["run_info"]["puzzles_per_step"] == 4
+    one = tmp_path / "one"
+    torch.set_num_threads(1)
+    assert main(["sft", *sft_settings(tiny_model_dir, model_data[0], one, per_device_train_batch_size=2,
+                                      gradient_accumulation_steps=2)]) == 0
+    two_m, one_m = read_metrics(run), read_metrics(one)
+    assert [m["step"] for m in two_m] == [1, 2] and read_status(run)["state"] == "finished"
+    for a, b in zip(two_m, one_m):
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-5) and a["token_accuracy"] == b["token_accuracy"]
+        assert a["completion_length"] == b["completion_length"]
+        assert a["grad_norm"] == pytest.approx(b["grad_norm"], rel=1e-4)     # Adam would hide a scale error
+    assert "eval_reward" in two_m[1]                           # held-out answered by rank 0
+    w2 = load_file(str(run / "checkpoints" / "step_000002" / "model.safetensors"))
+    w1 = load_file(str(one / "checkpoints" / "step_000002" / "model.safetensors"))
+    assert max(float((w2[k] - w1[k]).abs().max()) for k in w1) < 1e-5
+    orig = load_file(str(Path(tiny_model_dir) / "model.safetensors"))
+    assert any(not torch.equal(w2[k], orig[k]) for k in orig)          # and it did train
 
 
 @pytest.mark.slow

@@ -101,6 +101,15 @@ def _comm_device(info: DistInfo) -> torch.device:
     return info.device if dist.get_backend() == "nccl" else torch.device("cpu")
 
 
+def grad_sync(train_model, last: bool):
+    """Around a micro-batch's forward and backward: DDP all-reduces gradients on the last
+    micro-batch of a step only (a no-op for one process and for FSDP)."""
+    from contextlib import nullcontext
+    if last or not hasattr(train_model, "no_sync"):
+        return nullcontext()
+    return train_model.no_sync()
+
+
 def wrap_model(model, info: DistInfo, fsdp: bool):
     """DDP (replicas) or FSDP2 (shards) around the policy; the unwrapped model stays reachable
     through `unwrap()` for generation and saving."""

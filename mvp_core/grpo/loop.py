@@ -229,18 +229,11 @@ def policy_gradient(ctx: StepContext, roll: Rollout, my_adv: torch.Tensor) -> tu
     for k, idx in enumerate(chunks):
         encs, comps = [roll.seq_encs[i] for i in idx], [roll.completions[i] for i in idx]
         ref_logps = reference_logps(ctx, encs, comps) if cfg.beta else None
-        with _grad_sync(ctx.train_model, last=k == len(chunks) - 1):
+        with D.grad_sync(ctx.train_model, last=k == len(chunks) - 1):
             out, entropy, mask = _micro_batch_backward(ctx, encs, comps, my_adv[list(idx)], ref_logps, len(chunks),
                                                        dapo_norm)
         _add_stats(stats, out, entropy, mask, len(chunks))
     return stats, n_tokens_local
-
-
-def _grad_sync(train_model, last: bool):
-    """DDP all-reduces gradients on the last micro-batch only."""
-    if last or not hasattr(train_model, "no_sync"):
-        return nullcontext()
-    return train_model.no_sync()
 
 
 def _micro_batch_backward(ctx: StepContext, encs: list[dict], comps: list[torch.Tensor], adv: torch.Tensor,

@@ -10,8 +10,11 @@ checkpoints, exact resume, status file, prompt encoding and held-out evaluation 
 
 One optimizer step: the step's puzzles (a pure function of seed and step, as in GRPO), the
 target completion of each, one forward per micro-batch, mean token cross-entropy over all
-completion tokens of the step, clip, AdamW. Single process (the tiny models it is meant for fit
-one; a real model's warm start runs the same code on one GPU)."""
+completion tokens of the step, clip, AdamW. Under `torchrun --nproc_per_node N` each rank takes
+1/N of the step's puzzles (as GRPO's ranks do: distributed.py), DDP sums the gradients and the
+loss is normalised by the tokens of all ranks, so N ranks take the step one process would take
+with N x per_device_train_batch_size puzzles; rank 0 writes the run directory. (On the 2-core CPU
+machine two ranks are the fastest way to run the learning proof's SFT: docs/BENCHMARKS.md.)"""
 from __future__ import annotations
 
 import time
@@ -19,6 +22,7 @@ import time
 import torch
 
 from mvp_core.grpo import batching, checkpoint
+from mvp_core.grpo import distributed as D
 from mvp_core.grpo.data import PuzzleSet
 from mvp_core.grpo.heldout import HeldOut
 from mvp_core.grpo.loop import StopFlag
@@ -78,13 +82,19 @@ def _scan_think(record: dict) -> str:
 
 def train_sft(cfg: SFTConfig, resume: bool = False, on_step=None) -> dict:
     """Run (or resume) an SFT run; returns {'state', 'step', 'metrics', 'run_dir'}."""
-    with StopFlag() as stop:
-        return _train(cfg, resume, on_step, stop)
+    info = D.init_distributed()
+    try:
+        with StopFlag() as stop:
+            return _train(cfg, resume, on_step, stop, info)
+    finally:
+        D.shutdown(info)
 
 
-def _start(run: RunDir, cfg: SFTConfig, data: PuzzleSet, resume: bool, log):
+def _start(run: RunDir, cfg: SFTConfig, data: PuzzleSet, resume: bool, log, info: D.DistInfo):
     start_step, ckpt = 0, None
-    run.create(resume)
+    if info.is_main:
+        run.create(resume)
+    D.barrier(info)
     if resume:
         latest = run.latest_checkpoint()
         if latest is not None:
@@ -95,87 +105,96 @@ def _start(run: RunDir, cfg: SFTConfig, data: PuzzleSet, resume: bool, log):
     return start_step, ckpt
 
 
-def _mark_running(run: RunDir, cfg: SFTConfig, data: PuzzleSet, start_step: int) -> None:
+def _mark_running(run: RunDir, cfg: SFTConfig, data: PuzzleSet, start_step: int, info: D.DistInfo) -> None:
     """config.yaml, metrics and status: written once the model and optimizer load, so a bad model
     path leaves no run behind that a corrected rerun would refuse."""
+    if not info.is_main:
+        return
     if start_step == 0:
-        run.write_config(data.config_yaml(cfg, 1).replace("run_info:", "run_info:\n  kind: sft", 1))
+        run.write_config(data.config_yaml(cfg, info.world).replace("run_info:", "run_info:\n  kind: sft", 1))
     run.truncate_metrics(start_step)
     run.write_status(state="running", step=start_step, max_steps=cfg.max_steps, kind="sft")
 
 
-def _train(cfg: SFTConfig, resume: bool, on_step, stop: StopFlag) -> dict:
+def _train(cfg: SFTConfig, resume: bool, on_step, stop: StopFlag, info: D.DistInfo) -> dict:
     if not cfg.model:
         from mvp_core.errors import UserError
         raise UserError("model: no model path given (model=PATH)")
     data = PuzzleSet.open(cfg)
-    heldout = HeldOut.from_config(cfg)
+    heldout = HeldOut.from_config(cfg)      # answered by rank 0 alone
     run = RunDir(cfg.output_dir)
 
     def log(msg: str) -> None:
-        print(msg, flush=True)
-        run.log(msg)
+        if info.is_main:
+            print(msg, flush=True)
+            run.log(msg)
 
-    start_step, model, processor, optimizer, scheduler, ctx = _setup(run, cfg, data, resume, log)
+    start_step, model, train_model, processor, optimizer, scheduler, ctx = _setup(run, cfg, data, resume, log, info)
     log(f"sft {cfg.model}: {sum(p.numel() for p in model.parameters() if p.requires_grad) / 1e6:.2f}M "
-        f"trainable, {len(data)} puzzles, {len(heldout.records) if heldout else 0} held-out")
+        f"trainable, {info.world} process(es), {len(data)} puzzles, {len(heldout.records) if heldout else 0} held-out")
 
     step, metrics = start_step, {}
     while step < cfg.max_steps:
         t0 = time.perf_counter()
-        records = data.puzzles_for_step(step, 0, 1)
+        records = data.puzzles_for_step(step, info.rank, info.world)
         lr = optimizer.param_groups[0]["lr"]
-        out = sft_step(cfg, model, processor, data, records, ctx)
-        gn = optimizer_step(model, cfg.max_grad_norm, optimizer, scheduler)
+        out = sft_step(cfg, train_model, processor, data, records, ctx, info)
+        gn = optimizer_step(train_model, cfg.max_grad_norm, optimizer, scheduler)
         step += 1
-        metrics = _step_metrics(step, out, gn, lr, time.perf_counter() - t0, records, data)
-        stopping = stop.set
-        if heldout and (step == cfg.max_steps or (cfg.eval_steps and step % cfg.eval_steps == 0) or stopping):
+        metrics = _step_metrics(step, out, gn, lr, time.perf_counter() - t0, data, info.world)
+        stopping = D.any_rank(stop.set, info)     # every rank stops at the same step
+        if info.is_main and heldout and (step == cfg.max_steps or (cfg.eval_steps and step % cfg.eval_steps == 0)
+                                         or stopping):
             metrics.update(heldout.evaluate(model, processor))
-        run.append_metrics(metrics)
-        run.write_status(state="running", step=step)
+        if info.is_main:
+            run.append_metrics(metrics)
+            run.write_status(state="running", step=step)
         log(_step_line(metrics))
         if on_step is not None:
             on_step(step, metrics)
         if step % cfg.save_steps == 0 or step == cfg.max_steps or stopping:
-            _save(run, step, cfg, model, processor, optimizer, scheduler)
+            _save(run, step, cfg, model, processor, optimizer, scheduler, info)
             log(f"checkpoint step {step}")
         if stopping:
-            run.write_status(state="stopped", step=step)
+            if info.is_main:
+                run.write_status(state="stopped", step=step)
             log(f"stopped by signal after step {step}; resume with --resume")
             return {"state": "stopped", "step": step, "metrics": metrics, "run_dir": str(run.path)}
-    if cfg.lora and step > start_step:
+    if cfg.lora and step > start_step and info.is_main:
         _write_merged(run, model, processor, log)
-    run.write_status(state="finished", step=step)
+    if info.is_main:
+        run.write_status(state="finished", step=step)
     log(f"finished at step {step}")
     return {"state": "finished", "step": step, "metrics": metrics, "run_dir": str(run.path)}
 
 
-def _setup(run: RunDir, cfg: SFTConfig, data: PuzzleSet, resume: bool, log):
-    """(start step, model, processor, optimizer, scheduler, batch context), restored from the
-    latest checkpoint when resuming."""
-    start_step, ckpt = _start(run, cfg, data, resume, log)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    torch.manual_seed(cfg.seed)
+def _setup(run: RunDir, cfg: SFTConfig, data: PuzzleSet, resume: bool, log, info: D.DistInfo):
+    """(start step, model, the model as trained (DDP-wrapped under torchrun), processor,
+    optimizer, scheduler, batch context), restored from the latest checkpoint when resuming."""
+    start_step, ckpt = _start(run, cfg, data, resume, log, info)
+    device = info.device
+    torch.manual_seed(cfg.seed)               # the same initial LoRA weights on every rank
     model, processor = load_model(cfg, device, ckpt)
-    optimizer, scheduler = make_optimizer(model, cfg)
+    train_model = D.wrap_model(model, info, fsdp=False)
+    optimizer, scheduler = make_optimizer(train_model, cfg)
     if ckpt is not None:
         checkpoint.load_optimizer_state(ckpt, optimizer, scheduler)
         resume_schedule(optimizer, scheduler, cfg, start_step)
-        checkpoint.load_rng(ckpt, 0)
-    _mark_running(run, cfg, data, start_step)
+        checkpoint.load_rng(ckpt, info.rank)
+    _mark_running(run, cfg, data, start_step, info)
     tok = processor.tokenizer
     eos = tok.convert_tokens_to_ids("<|im_end|>") if "<|im_end|>" in tok.get_vocab() else tok.eos_token_id
     ctx = {"pad": tok.pad_token_id if tok.pad_token_id is not None else eos, "eos": eos,
            "bf16": use_bf16(cfg, device), "device": device}
-    return start_step, model, processor, optimizer, scheduler, ctx
+    return start_step, model, train_model, processor, optimizer, scheduler, ctx
 
 
-def _step_metrics(step: int, out: dict, grad_norm: float, lr: float, dt: float, records: list, data) -> dict:
+def _step_metrics(step: int, out: dict, grad_norm: float, lr: float, dt: float, data, world: int) -> dict:
+    n = data.puzzles_per_step(world)             # the step's puzzles on all ranks
     return {"step": step, "loss": out["loss"], "token_accuracy": out["accuracy"], "grad_norm": grad_norm,
-            "lr": float(lr), "step_s": dt, "samples_per_s": len(records) / dt,
-            "tokens_per_s": out["tokens"] / dt, "completion_length": out["tokens"] / len(records),
-            "epoch": data.epoch_of(step, 1), "time": time.time()}
+            "lr": float(lr), "step_s": dt, "samples_per_s": n / dt,
+            "tokens_per_s": out["tokens"] / dt, "completion_length": out["tokens"] / n,
+            "epoch": data.epoch_of(step, world), "time": time.time()}
 
 
 def _step_line(m: dict) -> str:
@@ -191,39 +210,48 @@ def _targets(cfg: SFTConfig, processor, records: list[dict], eos: int) -> list[t
             for r in records]
 
 
-def sft_step(cfg: SFTConfig, model, processor, data: PuzzleSet, records: list[dict], ctx: dict) -> dict:
-    """Forward + backward over the step's micro-batches; gradients accumulate, normalised by the
-    step's completion tokens (every token weighs the same, whatever its micro-batch)."""
+def sft_step(cfg: SFTConfig, model, processor, data: PuzzleSet, records: list[dict], ctx: dict,
+             info: D.DistInfo = D.DistInfo()) -> dict:
+    """Forward + backward over this rank's micro-batches; gradients accumulate, normalised by the
+    step's completion tokens on all ranks (every token weighs the same, whatever its micro-batch or
+    rank). DDP averages the ranks' gradients, so each rank's loss is scaled by the world size.
+    Returns the step's loss, token accuracy and tokens over all ranks."""
     from contextlib import nullcontext
     encs = [data.encode(r, processor) for r in records]
     comps = _targets(cfg, processor, records, ctx["eos"])
-    n_tokens = sum(int(c.numel()) for c in comps)
+    n_local = sum(int(c.numel()) for c in comps)
+    n_tokens = int(D.all_sum(n_local, info))
     mb = cfg.per_device_train_batch_size
     model.train()
     loss_sum, correct = 0.0, 0
-    for s in range(0, len(records), mb):
+    starts = range(0, len(records), mb)
+    for s in starts:
         batch = batching.collate(encs[s:s + mb], comps[s:s + mb], ctx["pad"], ctx["device"], frozenset({ctx["eos"]}))
         mask = batch.pop("completion_mask").float()
         batch.pop("prompt_len")
         width = mask.shape[1]
         amp = torch.autocast(device_type=ctx["device"].type, dtype=torch.bfloat16) if ctx["bf16"] else nullcontext()
-        with amp:
-            logits = model(**batch, logits_to_keep=width + 1, use_cache=False).logits[:, :-1, :]
-        ids = batch["input_ids"][:, -width:]
-        logps = selective_log_softmax(logits, ids)
-        loss = -(logps * mask).sum() / n_tokens
-        loss.backward()
+        with D.grad_sync(model, last=s == starts[-1]):        # the forward too: DDP marks it for the all-reduce
+            with amp:
+                logits = model(**batch, logits_to_keep=width + 1, use_cache=False).logits[:, :-1, :]
+            ids = batch["input_ids"][:, -width:]
+            logps = selective_log_softmax(logits, ids)
+            loss = -(logps * mask).sum() / n_tokens
+            (loss * info.world).backward()
         loss_sum += float(loss.detach())
         with torch.no_grad():
             correct += int(((logits.argmax(-1) == ids).float() * mask).sum())
-    return {"loss": loss_sum, "accuracy": correct / max(n_tokens, 1), "tokens": n_tokens}
+    return {"loss": D.all_sum(loss_sum, info), "accuracy": D.all_sum(correct, info) / max(n_tokens, 1),
+            "tokens": n_tokens}
 
 
-def _save(run: RunDir, step: int, cfg: SFTConfig, model, processor, optimizer, scheduler) -> None:
+def _save(run: RunDir, step: int, cfg: SFTConfig, model, processor, optimizer, scheduler, info: D.DistInfo) -> None:
     checkpoint.save_checkpoint(run.checkpoint_dir(step), model=model, processor=processor, optimizer=optimizer,
                                scheduler=scheduler, state={"step": step, "base_model": cfg.model, "lora": cfg.lora,
-                                                           "kind": "sft"}, rank=0, world=1)
-    run.prune_checkpoints(cfg.save_total_limit)
+                                                           "kind": "sft"}, rank=info.rank, world=info.world,
+                               barrier=lambda: D.barrier(info))
+    if info.is_main:
+        run.prune_checkpoints(cfg.save_total_limit)
 
 
 def _write_merged(run: RunDir, model, processor, log) -> None:
