@@ -163,10 +163,10 @@ def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end:
             raise SystemExit(f"--sft-from {sft_ckpt}: not a model directory (no config.json)")
     else:
         if not (sft / "status.json").is_file() or json.loads((sft / "status.json").read_text())["state"] != "finished":
+            ranks, per_rank = split_over_ranks(args.sft_config, args.sft_set, args.procs)
             mvp("sft", args.sft_config, f"model={base}", f"puzzles={train_jsonl}", f"output_dir={sft}",
-                f"max_steps={args.sft_steps}", f"seed={args.seed}", *heldout, *args.sft_set,
-                *(["--resume"] if (sft / "config.yaml").is_file() else []),
-                env=dict(env, OMP_NUM_THREADS=str(args.procs)),       # one process: its threads use the cores
+                f"max_steps={args.sft_steps}", f"seed={args.seed}", *heldout, *args.sft_set, *per_rank,
+                *(["--resume"] if (sft / "config.yaml").is_file() else []), env=env, ranks=ranks,
                 deadline=time.time() + budget * SFT_SHARE / (SFT_SHARE + GRPO_SHARE + EVAL_SHARE), log=work / "sft.log")
         sft_ckpt = latest_checkpoint(sft)
     grpo = work / "grpo"
@@ -174,7 +174,7 @@ def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end:
         shutil.rmtree(grpo)          # started from an SFT checkpoint the SFT has since gone past: start over
     budget = t_end - time.time()
     if not (grpo / "status.json").is_file() or json.loads((grpo / "status.json").read_text())["state"] != "finished":
-        ranks, per_rank = grpo_ranks(args)
+        ranks, per_rank = split_over_ranks(args.grpo_config, args.grpo_set, args.procs)
         mvp("train", args.grpo_config, f"model={sft_ckpt}", f"puzzles={train_jsonl}",
             f"output_dir={grpo}", f"max_steps={args.grpo_steps}", f"seed={args.seed}", *_grpo_heldout(heldout),
             *args.grpo_set, *per_rank,
@@ -185,21 +185,21 @@ def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end:
             "_sft_run": None if args.sft_from else sft, "_grpo_run": grpo}
 
 
-def grpo_ranks(args) -> tuple[int, list[str]]:
-    """GRPO's processes and the setting that keeps the config's puzzles per step across them: with
-    N ranks each samples 1/N of the step's groups, so gradient_accumulation_steps is divided by N
-    (docs/BENCHMARKS.md: two ranks use the 2 cores best, 1.9x one thread). One process when the
-    config's accumulation does not divide, or in-process."""
+def split_over_ranks(config: str, sets: list[str], procs: int) -> tuple[int, list[str]]:
+    """A trainer's processes, and the setting that keeps its config's puzzles per step across them:
+    with N ranks each takes 1/N of the step's puzzles, so gradient_accumulation_steps (else
+    per_device_train_batch_size) is divided by N. Two ranks use the 2 cores best (GRPO 1.9x one
+    thread, SFT 1.8x: docs/BENCHMARKS.md). One process when neither divides, or in-process."""
     import yaml
-    from mvp_core.grpo.config import GRPOConfig
-    if args.procs < 2 or IN_PROCESS:
+    if procs < 2 or IN_PROCESS:
         return 1, []
-    settings = dict(yaml.safe_load(Path(args.grpo_config).read_text()) or {})
-    settings.update(kv.split("=", 1) for kv in args.grpo_set if "=" in kv)
-    accum = int(settings.get("gradient_accumulation_steps", GRPOConfig.model_fields["gradient_accumulation_steps"].default))
-    if accum % args.procs:
-        return 1, []
-    return args.procs, [f"gradient_accumulation_steps={accum // args.procs}"]
+    settings = dict(yaml.safe_load(Path(config).read_text()) or {})
+    settings.update(kv.split("=", 1) for kv in sets if "=" in kv)
+    for key in ("gradient_accumulation_steps", "per_device_train_batch_size"):
+        value = int(settings.get(key, 1))
+        if value % procs == 0:
+            return procs, [f"{key}={value // procs}"]
+    return 1, []
 
 
 def _grpo_heldout(heldout: list[str]) -> list[str]:
@@ -276,7 +276,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     # the recipe's values become the defaults, so a flag given on the command line (even abbreviated)
     # wins; --grpo-set appends to a copy of its default list: the recipe's settings first, then yours
     p.set_defaults(**RECIPES[p.parse_known_args(argv)[0].recipe])
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.procs < 1:
+        p.error(f"--procs must be at least 1, got {args.procs}")
+    return args
 
 
 def main(argv=None) -> int:
