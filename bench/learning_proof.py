@@ -50,7 +50,7 @@ SFT_SHARE, GRPO_SHARE, EVAL_SHARE = 0.45, 0.40, 0.15
 RECIPES = {
     "chain": {"n_videos": 1500, "test_share": 0.6, "grpo_set": ["eval_steps=25"]},
     "grpo-large": {"sft_from": str(ROOT / "assets/clock-sft"), "n_videos": 1500, "test_share": 0.6,
-                   "eval_limit": 0, "in_process": True},
+                   "eval_limit": 0},
 }
 
 
@@ -100,7 +100,7 @@ def split_videos(args, work: Path, env) -> tuple[list[Path], list[Path]]:
     src = Path(args.videos) if args.videos else work / "videos"
     if not args.videos:
         mvp("make-videos", src, "--n", args.n_videos, "--seed", args.seed, "--kinds", args.kinds,
-            "--seconds", args.video_seconds, "--fps", args.video_fps, env=env)
+            "--seconds", args.video_seconds, "--fps", args.video_fps, "--workers", args.procs, env=env)
     import numpy as np
     files = _videos(src)
     if len(files) < 2:

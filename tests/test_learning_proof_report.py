@@ -42,7 +42,8 @@ def test_recipe_flags_and_what_the_command_line_overrides():
     sys.path.insert(0, str(ROOT))
     from bench.learning_proof import RECIPES, parse_args
     chain = parse_args([])
-    assert chain.recipe == "chain" and chain.sft_from is None and chain.n_videos == 600 and not chain.in_process
+    assert chain.recipe == "chain" and chain.sft_from is None and chain.n_videos == 1500 and not chain.in_process
+    assert chain.test_share == 0.6 and chain.procs == 2
     assert chain.grpo_config.endswith("proof-grpo-large.yaml") and chain.grpo_set == ["eval_steps=25"]
     # a list setting adds to the recipe's (the command line's last, so it wins)
     assert parse_args(["--grpo-set", "eval_steps=0"]).grpo_set == ["eval_steps=25", "eval_steps=0"]
@@ -50,10 +51,23 @@ def test_recipe_flags_and_what_the_command_line_overrides():
     for key, value in RECIPES["grpo-large"].items():
         assert getattr(large, key) == value
     mine = parse_args(["--recipe", "grpo-large", "--n-videos", "600", "--test-share=0.2"])
-    assert (mine.n_videos, mine.test_share, mine.in_process) == (600, 0.2, True)   # the defaults' values, given
+    assert (mine.n_videos, mine.test_share, mine.sft_from) == (600, 0.2, large.sft_from)
     # argparse's abbreviations count as given too
     short = parse_args(["--recipe", "grpo-large", "--sft-f", "MINE", "--n-vid", "7"])
     assert (short.sft_from, short.n_videos, short.test_share) == ("MINE", 7, 0.6)
+    with pytest.raises(SystemExit):
+        parse_args(["--procs", "0"])
+
+
+def test_trainers_split_over_ranks_with_the_configs_puzzles_per_step(tmp_path):
+    """--procs 2: a trainer's accumulation (else its micro-batch) is halved so the step keeps its
+    puzzles; one process when neither divides."""
+    sys.path.insert(0, str(ROOT))
+    from bench.learning_proof import split_over_ranks
+    assert split_over_ranks(str(ROOT / "configs/proof-grpo-large.yaml"), [], 2) == (2, ["gradient_accumulation_steps=4"])
+    assert split_over_ranks(str(ROOT / "configs/proof-sft.yaml"), [], 2) == (2, ["per_device_train_batch_size=8"])
+    assert split_over_ranks(str(ROOT / "configs/proof-sft.yaml"), ["per_device_train_batch_size=5"], 2) == (1, [])
+    assert split_over_ranks(str(ROOT / "configs/proof-grpo-large.yaml"), [], 1) == (1, [])
 
 
 def _fake_run(work, diffs_by_video: dict[str, list[float]]):

@@ -67,6 +67,22 @@ def test_make_videos_cli_writes_decodable_videos(tmp_path):
     assert sorted(again) == files and all(p.stat().st_mtime_ns == before[p] for p in files)
 
 
+def test_workers_write_the_same_videos(tmp_path):
+    """--workers 2 writes the files one worker writes (each video has its own seed), and a rerun
+    with some files missing writes only those."""
+    from app.cli.main import main
+    assert main(["make-videos", str(tmp_path / "one"), "--n", "4", "--seed", "3"]) == 0
+    assert main(["make-videos", str(tmp_path / "two"), "--n", "4", "--seed", "3", "--workers", "2"]) == 0
+    one, two = sorted((tmp_path / "one").glob("*.mp4")), sorted((tmp_path / "two").glob("*.mp4"))
+    assert [p.name for p in one] == [p.name for p in two] and len(one) == 4
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(one, two))
+    two[1].unlink()
+    kept = two[0].stat().st_mtime_ns
+    assert main(["make-videos", str(tmp_path / "two"), "--n", "4", "--seed", "3", "--workers", "2"]) == 0
+    assert two[1].read_bytes() == one[1].read_bytes() and two[0].stat().st_mtime_ns == kept
+    assert not list((tmp_path / "two").glob(".*tmp*"))
+
+
 def test_bad_arguments_are_one_line_errors(tmp_path):
     for args in (["--n", "0"], ["--size", "15"], ["--kinds", "spin"]):
         r = subprocess.run([PYTHON, "-m", "app.cli", "make-videos", str(tmp_path / "v"), *args], cwd=ROOT,
@@ -79,7 +95,8 @@ def test_bad_arguments_are_one_line_errors(tmp_path):
     (["--seconds", "1e9"], "between 4 and 36000 frames"), (["--seconds", "nan"], "seconds must be a positive number"),
     (["--fps", "0"], "fps must be a positive number"), (["--kinds", ","], "no kinds given"),
     (["--size", "4000"], "size must be an even number"), (["--n", "1000000"], "n must be between 1 and 100000"),
-    (["--size", "2048", "--seconds", "600", "--fps", "30"], "GiB in memory"), (["--seed", "-1"], "--seed must be")])
+    (["--size", "2048", "--seconds", "600", "--fps", "30"], "GiB in memory"), (["--seed", "-1"], "--seed must be"),
+    (["--workers", "0"], "workers must be between 1 and 256")])
 def test_unbounded_or_empty_arguments_are_refused_before_any_work(tmp_path, capsys, args, says):
     """A billion-second video would render until the disk or memory ran out; an empty kind list
     divided by zero (a traceback): each is one line, before a file is written."""

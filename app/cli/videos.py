@@ -16,6 +16,7 @@ def register(sub) -> None:
     p.add_argument("--size", type=int, default=d.size, help=f"width = height in pixels, even (default {d.size})")
     p.add_argument("--seconds", type=float, default=d.seconds, help=f"duration (default {d.seconds:g})")
     p.add_argument("--fps", type=float, default=d.fps, help=f"frame rate (default {d.fps:g})")
+    p.add_argument("--workers", type=int, default=1, help="videos written at once (processes; default 1)")
     p.set_defaults(func=run)
 
 
@@ -27,7 +28,7 @@ def run(args) -> int:
     try:       # the bounds are VideoSpec's and make_videos' (one place); their message, one line
         spec = VideoSpec(size=args.size, seconds=args.seconds, fps=args.fps,
                          object_size=max(2, args.size // 6))
-        paths = make_videos(args.out_dir, args.n, args.seed, spec, kinds, progress=True)
+        paths = make_videos(args.out_dir, args.n, args.seed, spec, kinds, progress=True, workers=args.workers)
     except ValueError as e:
         raise UserError(str(e)) from None
     print(f"{len(paths)} videos in {args.out_dir} ({', '.join(kinds)}; {spec.size}x{spec.size}, "

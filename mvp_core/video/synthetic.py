@@ -137,12 +137,15 @@ def write_video(path: Path, frames: list[np.ndarray], fps: float) -> Path:
 
 
 def make_videos(out_dir, n: int, seed: int = 0, spec: VideoSpec | None = None,
-                kinds: tuple[str, ...] = KINDS, progress: bool = False) -> list[Path]:
-    """`n` videos `<kind>_<seed>_<i>.mp4` in `out_dir`, kinds in turn; existing files are kept
-    (re-running with the same arguments is a no-op)."""
+                kinds: tuple[str, ...] = KINDS, progress: bool = False, workers: int = 1) -> list[Path]:
+    """`n` videos `<kind>_<seed>_<i>.mp4` in `out_dir`, kinds in turn, `workers` written at once
+    (each video is its own seed, so the files do not depend on the number of workers); existing
+    files are kept (re-running with the same arguments is a no-op)."""
     from tqdm import tqdm
     if not 1 <= n <= MAX_VIDEOS:
         raise ValueError(f"n must be between 1 and {MAX_VIDEOS}, not {n}")
+    if not 1 <= workers <= 256:
+        raise ValueError(f"workers must be between 1 and 256, not {workers}")
     if not kinds:
         raise ValueError(f"no kinds given (kinds: {', '.join(KINDS)})")
     bad = [k for k in kinds if k not in _DRAW]
@@ -150,11 +153,25 @@ def make_videos(out_dir, n: int, seed: int = 0, spec: VideoSpec | None = None,
         raise ValueError(f"unknown kind {bad[0]!r} (kinds: {', '.join(KINDS)})")
     spec = spec or VideoSpec()
     out = Path(out_dir)
-    paths = []
-    for i in tqdm(range(n), desc="videos", unit="video", disable=not progress):
-        kind = kinds[i % len(kinds)]
-        path = out / f"{kind}_{seed}_{i:04d}.mp4"
-        if not path.is_file():
-            write_video(path, render(kind, seed * 100_003 + i, spec), spec.fps)
-        paths.append(path)
-    return paths
+    jobs = [(kinds[i % len(kinds)], seed * 100_003 + i, spec, out / f"{kinds[i % len(kinds)]}_{seed}_{i:04d}.mp4")
+            for i in range(n)]
+    todo = [j for j in jobs if not j[3].is_file()]
+    bar = tqdm(total=n, initial=n - len(todo), desc="videos", unit="video", disable=not progress)
+    if workers == 1 or len(todo) < 2:
+        for job in todo:
+            _make_one(job)
+            bar.update()
+    else:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+        # spawn: a fresh interpreter per worker, nothing of the caller's threads or state forked
+        with ProcessPoolExecutor(min(workers, len(todo)), mp_context=mp.get_context("spawn")) as pool:
+            for _ in pool.map(_make_one, todo, chunksize=4):
+                bar.update()
+    bar.close()
+    return [j[3] for j in jobs]
+
+
+def _make_one(job: tuple) -> Path:
+    kind, video_seed, spec, path = job
+    return write_video(path, render(kind, video_seed, spec), spec.fps)
