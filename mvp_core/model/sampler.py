@@ -22,6 +22,7 @@ DEFAULT_TOP_K = 0               # 0 = off
 DEFAULT_MIN_P = 0.0             # 0 = off
 DEFAULT_REPETITION_PENALTY = 1.0
 _F32_MIN, _F32_MAX = 1e-30, 1e30     # temperature / repetition_penalty: logits stay finite in float32
+_F32_RANGE = f"> 0, at least {_F32_MIN:g} and at most {_F32_MAX:g}"
 
 
 @dataclass(frozen=True)
@@ -41,18 +42,14 @@ class SamplerSettings:
         # the one place these ranges are checked (CLI flags, run configs and the UI all end here);
         # transformers would otherwise fail mid-run with a traceback, or ignore top_p > 1
         bad = [f"{name} must be {rule}, got {value!r}" for name, value, ok, rule in (
-            ("temperature", self.temperature, self.temperature > 0, "> 0"),
             # the float32 logits are divided by it (a repetition penalty, multiplied): outside this
             # range they turn inf / nan and sampling failed mid-run with a torch traceback
-            ("temperature", self.temperature, not self.temperature > 0 or _F32_MIN <= self.temperature <= _F32_MAX,
-             f"at most {_F32_MAX:g} and at least {_F32_MIN:g}"),
+            ("temperature", self.temperature, _F32_MIN <= self.temperature <= _F32_MAX, _F32_RANGE),
             ("top_p", self.top_p, 0 < self.top_p <= 1, "in (0, 1]"),
             ("top_k", self.top_k, self.top_k >= 0, ">= 0 (0: off)"),
             ("min_p", self.min_p, 0 <= self.min_p < 1, "in [0, 1) (0: off)"),
-            ("repetition_penalty", self.repetition_penalty, self.repetition_penalty > 0, "> 0 (1: off)"),
-            ("repetition_penalty", self.repetition_penalty,
-             not self.repetition_penalty > 0 or _F32_MIN <= self.repetition_penalty <= _F32_MAX,
-             f"at most {_F32_MAX:g} and at least {_F32_MIN:g}"),
+            ("repetition_penalty", self.repetition_penalty, _F32_MIN <= self.repetition_penalty <= _F32_MAX,
+             _F32_RANGE + " (1: off)"),
             ("max_new_tokens", self.max_new_tokens, self.max_new_tokens >= 1, ">= 1")) if not ok]
         if bad:
             raise UserError("; ".join(bad))
