@@ -1,5 +1,6 @@
 """The learning proof: does SFT then GRPO teach a model to solve MVP puzzles from videos it never
-trained on? Runs the project's real commands end to end, each as its own process:
+trained on? Runs the project's real commands end to end, each as its own process (the trainers as
+`--procs` torchrun ranks, 2 by default: the 2-core machine's fastest way to run them):
 
   mvp make-videos (when no videos are given) -> split by video -> mvp synth (train, test)
   -> mvp tiny-model --preset learn -> mvp sft -> mvp train (GRPO from the SFT checkpoint)
@@ -48,7 +49,7 @@ SFT_SHARE, GRPO_SHARE, EVAL_SHARE = 0.45, 0.40, 0.15
 # small-batch config cost the converged SFT -0.11 held-out reward, the large one +0.016 and +0.001 (neutral)
 # in the budget's ~86 steps (docs/BENCHMARKS.md, "Learning proof").
 RECIPES = {
-    "chain": {"n_videos": 1500, "test_share": 0.6, "grpo_set": ["eval_steps=25"]},
+    "chain": {"n_videos": 1200, "test_share": 0.6, "grpo_set": ["eval_steps=25"]},
     "grpo-large": {"sft_from": str(ROOT / "assets/clock-sft"), "n_videos": 1500, "test_share": 0.6,
                    "eval_limit": 0},
 }
@@ -264,9 +265,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--systems", default="base,sft,grpo",
                    help="models evaluated on the test puzzles (comma-separated of base, sft, grpo; default all)")
     p.add_argument("--max-new-tokens", type=int, default=64, help="answer length of the final evaluations")
-    p.add_argument("--procs", type=int, default=2,
-                   help="cores the proof uses (default 2): synthesis workers, the SFT's threads, GRPO's torchrun "
-                        "ranks (same puzzles per step) and evaluations at once; 1: one thread throughout")
+    p.add_argument("--procs", type=int, default=min(2, os.cpu_count() or 1),
+                   help="processes at once (default 2, or 1 on one core): video and synthesis workers, the "
+                        "trainers' torchrun ranks (the same puzzles per step) and evaluations; 1: one thread throughout")
     p.add_argument("--in-process", action="store_true",
                    help="run the commands in this process (one torch import; no time shares: the trainers "
                         "run to max_steps)")

@@ -42,7 +42,7 @@ def test_recipe_flags_and_what_the_command_line_overrides():
     sys.path.insert(0, str(ROOT))
     from bench.learning_proof import RECIPES, parse_args
     chain = parse_args([])
-    assert chain.recipe == "chain" and chain.sft_from is None and chain.n_videos == 1500 and not chain.in_process
+    assert chain.recipe == "chain" and chain.sft_from is None and chain.n_videos == 1200 and not chain.in_process
     assert chain.test_share == 0.6 and chain.procs == 2
     assert chain.grpo_config.endswith("proof-grpo-large.yaml") and chain.grpo_set == ["eval_steps=25"]
     # a list setting adds to the recipe's (the command line's last, so it wins)
