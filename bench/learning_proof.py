@@ -40,14 +40,13 @@ VIDEO_EXT = {".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v"}
 # A trainer still going when its share is spent is stopped (SIGTERM) and the proof goes on from its
 # checkpoint; on 2 cores both trainers finish within their shares (docs/BENCHMARKS.md).
 SFT_SHARE, GRPO_SHARE, EVAL_SHARE = 0.45, 0.40, 0.15
-# Named sets of defaults (`--recipe`). grpo-large: the one recipe measured to lift held-out reward above
-# a converged SFT (docs/BENCHMARKS.md, "Learning proof"): 32 puzzles x 8 answers per step from
-# assets/clock-sft, and enough held-out videos (900, ~2,550 puzzles) to measure a ~+0.01 difference;
-# in-process, so GRPO runs its 150 steps instead of a time share (~22 min on one core).
-# chain: GRPO's stage is the large batch too (--grpo-config's default), with a held-out point every 25 steps
-# for the plot (recipe lists go before the command line's, whose settings then win): the
-# small-batch config cost the converged SFT -0.11 held-out reward, the large one +0.016 and +0.001 (neutral)
-# in the budget's ~86 steps (docs/BENCHMARKS.md, "Learning proof").
+# Named sets of defaults (`--recipe`; recipe lists go before the command line's, whose settings then
+# win). chain (the default): the whole chain, SFT trained here on 480 videos (as assets/clock-sft was),
+# GRPO's large batch from it (--grpo-config's default, a held-out point every 25 steps for the plot),
+# 720 held-out videos (~2,065 puzzles) so a ~+0.015 difference can clear its interval: grpo - sft
+# +0.020 [+0.009, +0.030] in 28.9 min on 2 cores (docs/BENCHMARKS.md, "Learning proof"). An SFT on
+# 600 videos left GRPO no room (0.96 held-out reward; -0.002). grpo-large: the same GRPO stage from the
+# shipped SFT on 1,500 new videos, 900 held out; +0.009 to +0.015 in four runs.
 RECIPES = {
     "chain": {"n_videos": 1200, "test_share": 0.6, "grpo_set": ["eval_steps=25"]},
     "grpo-large": {"sft_from": str(ROOT / "assets/clock-sft"), "n_videos": 1500, "test_share": 0.6,
