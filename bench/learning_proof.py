@@ -44,7 +44,8 @@ SFT_SHARE, GRPO_SHARE, EVAL_SHARE = 0.45, 0.40, 0.15
 # win). chain (the default): the whole chain, SFT trained here on 480 videos (as assets/clock-sft was),
 # GRPO's large batch from it (--grpo-config's default, a held-out point every 25 steps for the plot),
 # 720 held-out videos (~2,065 puzzles) so a ~+0.015 difference can clear its interval: grpo - sft
-# +0.020 [+0.009, +0.030] in 28.9 min on 2 cores (docs/BENCHMARKS.md, "Learning proof"). An SFT on
+# +0.020 [+0.009, +0.030] and +0.033 [+0.021, +0.045] (seeds 0, 1) in 27-29 min on 2 cores
+# (docs/BENCHMARKS.md, "Learning proof"). An SFT on
 # 600 videos left GRPO no room (0.96 held-out reward; -0.002). grpo-large: the same GRPO stage from the
 # shipped SFT on 1,500 new videos, 900 held out; +0.009 to +0.015 in four runs.
 RECIPES = {
