@@ -82,8 +82,11 @@ def test_torchrun_sft_takes_the_steps_one_process_takes(torchrun_runs, tiny_mode
                                       gradient_accumulation_steps=2)]) == 0
     two_m, one_m = read_metrics(run), read_metrics(one)
     assert [m["step"] for m in two_m] == [1, 2] and read_status(run)["state"] == "finished"
+    assert two_m[0]["token_accuracy"] == one_m[0]["token_accuracy"]         # step 1: the same weights
     for a, b in zip(two_m, one_m):
-        assert a["loss"] == pytest.approx(b["loss"], rel=1e-5) and a["token_accuracy"] == b["token_accuracy"]
+        # later steps' weights may differ in the last bit (the gradient sums' order): one token's argmax at most
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-5)
+        assert abs(a["token_accuracy"] - b["token_accuracy"]) <= 1 / (4 * b["completion_length"]) + 1e-9
         assert a["completion_length"] == b["completion_length"]
         assert a["grad_norm"] == pytest.approx(b["grad_norm"], rel=1e-4)     # Adam would hide a scale error
     assert "eval_reward" in two_m[1]                           # held-out answered by rank 0
