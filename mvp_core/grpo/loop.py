@@ -87,29 +87,31 @@ def _train(cfg: GRPOConfig, resume: bool, on_step, info: D.DistInfo, stop: StopF
         if on_step is not None:     # before the stop check: a signal during the step stops at this step
             on_step(step, metrics)
         stopping = D.any_rank(stop.set, info)
-        if heldout is not None and _eval_due(cfg, step, stopping):
+        if heldout is not None and eval_due(cfg, step, stopping):
             _evaluate(heldout, trainer, metrics)
         log.metrics(step, metrics)
-        if _checkpoint_due(cfg, step, stopping):
+        if checkpoint_due(cfg, step, stopping):
             save(run, step, cfg, trainer.train_model, trainer.model, trainer.processor, trainer.optimizer,
                  trainer.scheduler, info)
             log.info(f"checkpoint step {step}")
         if stopping:
             log.info(f"stopped by signal after step {step}; resume with --resume")
-            return _finish(run, info, "stopped", step, metrics)
-    summary = _finish(run, info, "finished", step, metrics)
+            return finish(run, info, "stopped", step, metrics)
+    summary = finish(run, info, "finished", step, metrics)
     log.info(f"finished at step {step}")
     return summary
 
 
 # ---- after each step ---------------------------------------------------------------------------
 
-def _eval_due(cfg, step: int, stopping: bool) -> bool:
+def eval_due(cfg, step: int, stopping: bool) -> bool:
+    """Held-out answers after this step (GRPO and SFT): every eval_steps, at the end, and on a stop."""
     every = cfg.eval_steps
     return step == cfg.max_steps or stopping or (every > 0 and step % every == 0)
 
 
-def _checkpoint_due(cfg: GRPOConfig, step: int, stopping: bool) -> bool:
+def checkpoint_due(cfg, step: int, stopping: bool) -> bool:
+    """A checkpoint after this step (GRPO and SFT): every save_steps, at the end, and on a stop."""
     return step % cfg.save_steps == 0 or step == cfg.max_steps or stopping
 
 
@@ -119,7 +121,8 @@ def _evaluate(heldout: HeldOut, t: Trainer, metrics: dict) -> None:
     D.barrier(t.info)
 
 
-def _finish(run: RunDir, info: D.DistInfo, state: str, step: int, metrics: dict) -> dict:
+def finish(run: RunDir, info: D.DistInfo, state: str, step: int, metrics: dict) -> dict:
+    """The end state in status.json (rank 0) and the run's summary (GRPO and SFT)."""
     if info.is_main:
         run.write_status(state=state, step=step)
     return {"state": state, "step": step, "metrics": metrics, "run_dir": str(run.path)}

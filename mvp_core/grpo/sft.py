@@ -25,7 +25,7 @@ from mvp_core.grpo import batching, checkpoint
 from mvp_core.grpo import distributed as D
 from mvp_core.grpo.data import PuzzleSet
 from mvp_core.grpo.heldout import HeldOut
-from mvp_core.grpo.loop import StopFlag
+from mvp_core.grpo.loop import StopFlag, checkpoint_due, eval_due, finish
 from mvp_core.grpo.loss import selective_log_softmax
 from mvp_core.grpo.model_setup import load_model, make_optimizer, optimizer_step, resume_schedule, use_bf16
 from mvp_core.grpo.rundir import RunDir
@@ -143,8 +143,7 @@ def _train(cfg: SFTConfig, resume: bool, on_step, stop: StopFlag, info: D.DistIn
         step += 1
         metrics = _step_metrics(step, out, gn, lr, time.perf_counter() - t0, data, info.world)
         stopping = D.any_rank(stop.set, info)     # every rank stops at the same step
-        if info.is_main and heldout and (step == cfg.max_steps or (cfg.eval_steps and step % cfg.eval_steps == 0)
-                                         or stopping):
+        if info.is_main and heldout and eval_due(cfg, step, stopping):
             metrics.update(heldout.evaluate(model, processor))
         if info.is_main:
             run.append_metrics(metrics)
@@ -152,20 +151,17 @@ def _train(cfg: SFTConfig, resume: bool, on_step, stop: StopFlag, info: D.DistIn
         log(_step_line(metrics))
         if on_step is not None:
             on_step(step, metrics)
-        if step % cfg.save_steps == 0 or step == cfg.max_steps or stopping:
+        if checkpoint_due(cfg, step, stopping):
             _save(run, step, cfg, model, processor, optimizer, scheduler, info)
             log(f"checkpoint step {step}")
         if stopping:
-            if info.is_main:
-                run.write_status(state="stopped", step=step)
             log(f"stopped by signal after step {step}; resume with --resume")
-            return {"state": "stopped", "step": step, "metrics": metrics, "run_dir": str(run.path)}
+            return finish(run, info, "stopped", step, metrics)
     if cfg.lora and step > start_step and info.is_main:
         _write_merged(run, model, processor, log)
-    if info.is_main:
-        run.write_status(state="finished", step=step)
+    summary = finish(run, info, "finished", step, metrics)
     log(f"finished at step {step}")
-    return {"state": "finished", "step": step, "metrics": metrics, "run_dir": str(run.path)}
+    return summary
 
 
 def _setup(run: RunDir, cfg: SFTConfig, data: PuzzleSet, resume: bool, log, info: D.DistInfo):
