@@ -96,15 +96,17 @@ def _roots_section(ctx: WebContext, demo: gr.Blocks) -> None:
     """The folders the Data page may read videos from (nothing outside them is ever read)."""
     from db.sources import allowed_roots
     gr.Markdown("## Video folders the Data page may read")
+    # Read-only until the page's load has filled it: text typed before a slow load returned was
+    # overwritten by the stored list and then saved as that list (lost without a word).
     roots = gr.Textbox(label="Allowed folders on the server, one absolute path per line", lines=3,
-                       elem_id="admin-roots")
+                       elem_id="admin-roots", interactive=False)
     b_roots = gr.Button("Save allowed folders", elem_id="admin-save-roots")
     roots_msg = gr.HTML(elem_id="admin-roots-msg")
 
     def on_load(request: gr.Request):
         with guard(ctx, request, PAGE):
             with ctx.Session() as s:
-                return "\n".join(allowed_roots(s))
+                return gr.Textbox(value="\n".join(allowed_roots(s)), interactive=True)
     demo.load(on_load, None, [roots])
 
     def on_save(text, request: gr.Request):
