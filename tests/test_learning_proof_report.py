@@ -59,6 +59,17 @@ def test_recipe_flags_and_what_the_command_line_overrides():
         parse_args(["--procs", "0"])
 
 
+def test_the_warm_starts_own_videos_are_not_held_out(tmp_path):
+    """Seed 0 generates the videos assets/clock-sft was trained on: from it, refused before any work."""
+    sys.path.insert(0, str(ROOT))
+    from bench.learning_proof import parse_args, split_videos
+    for recipe in ("adapt", "grpo-large"):
+        with pytest.raises(SystemExit, match="trained on"):
+            split_videos(parse_args(["--recipe", recipe, "--seed", "0"]), tmp_path, {})
+    assert not any(tmp_path.iterdir())
+    assert parse_args(["--recipe", "adapt"]).seed != 0 and parse_args(["--recipe", "grpo-large"]).seed != 0
+
+
 def test_trainers_split_over_ranks_with_the_configs_puzzles_per_step(tmp_path):
     """--procs 2: a trainer's accumulation (else its micro-batch) is halved so the step keeps its
     puzzles; one process when neither divides."""
