@@ -14,7 +14,7 @@ REPORT.json holds the same table; a PNG plots training and held-out reward again
     python bench/learning_proof.py --videos DIR --out REPORT.json    # 80/20 split by video, seeded
     python bench/learning_proof.py --train DIR --test DIR --out REPORT.json
     python bench/learning_proof.py --recipe grpo-large --out REPORT.json  # GRPO above SFT (from assets/clock-sft)
-    python bench/learning_proof.py --recipe adapt --out REPORT.json       # GRPO on a shape SFT never saw, ~2 min
+    python bench/learning_proof.py --recipe adapt --out REPORT.json       # GRPO on a shape SFT never saw, ~3 min
 
 `--budget-min` caps the wall time: each trainer gets a share and is stopped with SIGTERM when its
 share is spent (it saves a checkpoint and exits cleanly; the proof goes on with that checkpoint).
