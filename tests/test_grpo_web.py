@@ -100,6 +100,40 @@ def test_admin_launches_watches_and_stops_a_run(train_ready, browser):
 
 
 @pytest.mark.browser
+def test_form_is_read_only_until_the_page_load_fills_it(train_ready, browser):
+    """The page's load event is held back (its queue request parked): until it returns, the form and
+    Launch are disabled, so nothing typed is overwritten by the load and no launch goes out with
+    settings the page never showed; once released, the form holds the load's values and is editable."""
+    app = train_ready
+    ctx, page = login(browser, app, "ada", path="/")
+    parked = []
+    try:
+        page.wait_for_load_state("networkidle")
+        page.route("**/train/gradio_api/queue/join*", lambda route: parked.append(route))
+        page.goto(app.url + "/train/")
+        page.wait_for_selector("#train-launch", timeout=60000)
+        deadline = time.time() + 30
+        while not parked and time.time() < deadline:
+            page.wait_for_timeout(100)
+        assert parked, "the page's load event never asked the queue"
+        assert page.locator("#train-launch").is_disabled()
+        for el in ("#train-max-steps input", "#train-lr input", "#train-model input"):
+            assert page.locator(el).is_disabled(), el
+        hold = parked.copy()
+        page.route("**/train/gradio_api/queue/join*", lambda route: route.continue_())   # later ones pass
+        for route in hold:
+            route.continue_()
+        page.wait_for_function("document.querySelector('#train-model input')?.value.includes('tiny-model')",
+                               timeout=30000)
+        page.wait_for_function("!document.querySelector('#train-launch').disabled", timeout=30000)
+        page.locator("#train-max-steps input").fill("7")      # editable now, and not overwritten
+        page.wait_for_timeout(1500)                            # a refresh tick or two
+        assert page.locator("#train-max-steps input").input_value() == "7"
+    finally:
+        ctx.close()
+
+
+@pytest.mark.browser
 def test_curator_is_refused_page_and_endpoints(train_ready, browser):
     app = train_ready
     ctx, page = login(browser, app, "cora", path="/train/")

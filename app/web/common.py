@@ -40,6 +40,14 @@ def msg_html(text: str, kind: str = "info") -> str:
     return render("message.html", text=text, kind=kind) if text else ""
 
 
+def filled(**props) -> dict:
+    """What a page's load returns for a field built read-only (`interactive=False`): its value (and any
+    other props), now editable. Fields a user types into start read-only until the load has filled
+    them: text typed before a slow load returned was overwritten by the load and then saved or
+    launched as what the user never saw (the Admin folders box, the Train form)."""
+    return gr.update(interactive=True, **props)
+
+
 @contextlib.contextmanager
 def guard(ctx: WebContext, request: gr.Request | None, page: str):
     """`with guard(ctx, request, "curate") as uid:` checks the caller's role server-side before a

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from app.web.common import WebContext, guard, msg_html, nav_html
+from app.web.common import WebContext, filled, guard, msg_html, nav_html
 from db.models.curation import ROLES
 
 PAGE = "admin"
@@ -96,8 +96,7 @@ def _roots_section(ctx: WebContext, demo: gr.Blocks) -> None:
     """The folders the Data page may read videos from (nothing outside them is ever read)."""
     from db.sources import allowed_roots
     gr.Markdown("## Video folders the Data page may read")
-    # Read-only until the page's load has filled it: text typed before a slow load returned was
-    # overwritten by the stored list and then saved as that list (lost without a word).
+    # read-only until the page's load has filled it (common.filled says why)
     roots = gr.Textbox(label="Allowed folders on the server, one absolute path per line", lines=3,
                        elem_id="admin-roots", interactive=False)
     b_roots = gr.Button("Save allowed folders", elem_id="admin-save-roots")
@@ -106,7 +105,7 @@ def _roots_section(ctx: WebContext, demo: gr.Blocks) -> None:
     def on_load(request: gr.Request):
         with guard(ctx, request, PAGE):
             with ctx.Session() as s:
-                return gr.Textbox(value="\n".join(allowed_roots(s)), interactive=True)
+                return filled(value="\n".join(allowed_roots(s)))
     demo.load(on_load, None, [roots])
 
     def on_save(text, request: gr.Request):

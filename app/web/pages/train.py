@@ -16,7 +16,7 @@ from pathlib import Path
 import gradio as gr
 
 from app.web import jobs as train_jobs
-from app.web.common import WebContext, esc, form_number, guard, msg_html
+from app.web.common import WebContext, esc, filled, form_number, guard, msg_html
 from app.web.svg_chart import line_chart
 from mvp_core.errors import UserError
 
@@ -181,10 +181,10 @@ def _source_row() -> dict:
     """Trainer, curated set and model."""
     with gr.Row():
         trainer = gr.Radio(label="Trainer", choices=[("GRPO", "grpo")] + ([("SFT", "sft")] if sft_available() else []),
-                           value="grpo", elem_id="train-trainer", scale=1)
-        set_dd = gr.Dropdown(label="Curated set", choices=[], elem_id="train-set", scale=2)
+                           value="grpo", elem_id="train-trainer", scale=1, interactive=False)
+        set_dd = gr.Dropdown(label="Curated set", choices=[], elem_id="train-set", scale=2, interactive=False)
         model = gr.Dropdown(label="Model (local models and trained checkpoints; or type a path)", choices=[],
-                            allow_custom_value=True, elem_id="train-model", scale=4)
+                            allow_custom_value=True, elem_id="train-model", scale=4, interactive=False)
     return {"trainer": trainer, "set": set_dd, "model": model}
 
 
@@ -194,17 +194,17 @@ def _settings_row(d: dict) -> dict:
     from mvp_core.grpo.config import LOSS_TYPES, REWARDS
 
     def num(key, label, elem):
-        return gr.Number(label=label, value=d[key], elem_id=elem)
+        return gr.Number(label=label, value=d[key], elem_id=elem, interactive=False)
     with gr.Row():
         out = {"reward": gr.Dropdown(label="Reward function", choices=list(REWARDS), value=d["reward"],
-                                     elem_id="train-reward",
+                                     elem_id="train-reward", interactive=False,
                                      info="mvp: the fine-grained MVP reward; format / mentions_label: smoke tests only"),
                "max_steps": num("max_steps", "max_steps", "train-max-steps"),
                "save_steps": num("save_steps", "save_steps (checkpoint every)", "train-save-steps"),
                "num_generations": num("num_generations", "num_generations (G)", "train-G"),
                "learning_rate": num("learning_rate", "learning_rate", "train-lr"),
                "loss_type": gr.Dropdown(label="loss_type", choices=list(LOSS_TYPES), value=d["loss_type"],
-                                        elem_id="train-loss-type"),
+                                        elem_id="train-loss-type", interactive=False),
                "beta": num("beta", "beta (KL)", "train-beta"),
                "max_completion_length": num("max_completion_length", "max_completion_length", "train-max-len")}
     return out
@@ -224,9 +224,9 @@ def build_form() -> TrainForm:
                 "`mvp sft` in its own process, writing a run directory under DATA/runs/.")
     fields = {**_source_row(), **_settings_row(defaults())}
     with gr.Accordion("Full config (YAML, every key documented)", open=False):
-        config = gr.Code(value=default_yaml(), language="yaml", interactive=True, elem_id="train-config")
+        config = gr.Code(value=default_yaml(), language="yaml", interactive=False, elem_id="train-config")
     with gr.Row():
-        launch_btn = gr.Button("Launch", variant="primary", elem_id="train-launch")
+        launch_btn = gr.Button("Launch", variant="primary", elem_id="train-launch", interactive=False)
         stop_btn = gr.Button("Stop", variant="stop", elem_id="train-stop")
     msg = gr.HTML(elem_id="train-msg")
     return TrainForm(fields, config, launch_btn, stop_btn, msg, _live_outputs(), gr.Timer(REFRESH_S))
@@ -238,7 +238,8 @@ class TrainHandlers:
     ctx: WebContext
 
     def load(self, request: gr.Request):
-        """The form (the active run's settings, else the defaults), the full config and the live view."""
+        """The form (the active run's settings, else the defaults), the full config and the live view.
+        The form and Launch are read-only until this returns (common.filled says why)."""
         with guard(self.ctx, request, PAGE):
             from db.runs import sync_runs
             sync_runs(self.ctx.Session, self.ctx.data_dir)
@@ -247,11 +248,11 @@ class TrainHandlers:
             pick = lambda k, dflt: cur.get(k) if cur.get(k) is not None else dflt
             tr = pick("trainer", "grpo")
             dd = defaults(tr)
-            vals = [gr.update(value=tr),
-                    gr.update(choices=sets, value=pick("set", sets[-1] if sets else None)),
-                    gr.update(choices=models, value=pick("model", models[0][1] if models else None)),
-                    *[gr.update(value=pick(k, dd[k]), visible=tr != "sft" or k not in GRPO_ONLY) for k in FORM_KEYS]]
-            return [*vals, default_yaml() if tr != "sft" else sft_yaml(), *snapshot(self.ctx)]
+            vals = [filled(value=tr), filled(choices=sets, value=pick("set", sets[-1] if sets else None)),
+                    filled(choices=models, value=pick("model", models[0][1] if models else None)),
+                    *[filled(value=pick(k, dd[k]), visible=tr != "sft" or k not in GRPO_ONLY) for k in FORM_KEYS]]
+            return [*vals, filled(value=default_yaml() if tr != "sft" else sft_yaml()), filled(),
+                    *snapshot(self.ctx)]
 
     def refresh(self, request: gr.Request):
         with guard(self.ctx, request, PAGE):
@@ -295,7 +296,7 @@ def build_train_page(ctx: WebContext) -> None:
     h = TrainHandlers(ctx)
     page = gr.context.Context.root_block      # the Blocks being built: the page's own load event
     f.fields["trainer"].input(h.trainer, [f.fields["trainer"]], [*(f.fields[k] for k in FORM_KEYS), f.config])
-    page.load(h.load, None, [*f.form, f.config, *f.live])
+    page.load(h.load, None, [*f.form, f.config, f.launch, *f.live])
     page.load(runs_ui.load, None, runs_ui.outputs)
     f.timer.tick(h.refresh, None, f.live, show_progress="hidden")
     f.launch.click(h.launch, [*f.form, f.config], [f.msg, *f.live], api_name="train_launch")
