@@ -26,7 +26,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 OPENCV_SDIST = ("https://files.pythonhosted.org/packages/24/a2/97d6867da049747d3cd39ddddbe31d421eec42a2f4edadd2e20d5a84b1da/"
                 "opencv_python-5.1.0.95.tar.gz", "3d4a901a458e9503c92610f237850cfc970c66b3f1cc94f45f2942715280ebab")
 OPENCV_CLIPS = {   # path inside opencv_python-5.1.0.95/opencv/ -> sha256
@@ -41,39 +41,35 @@ HELD_OUT = ("vtest", "bikes", "cup", "carphone_pristine")    # ~half the footage
 
 
 def fetch_opencv(cache: Path) -> list[Path]:
+    """The five clips, from the cache when their bytes are the pinned ones (checked and written as
+    scripts/sample_videos.py does its own)."""
+    from sample_videos import intact, write_checked
     cache.mkdir(parents=True, exist_ok=True)
     want = {cache / Path(p).name: sha for p, sha in OPENCV_CLIPS.items()}
-    if all(f.is_file() and hashlib.sha256(f.read_bytes()).hexdigest() == sha for f, sha in want.items()):
+    if all(intact(f, sha) for f, sha in want.items()):
         return list(want)
     data = urllib.request.urlopen(OPENCV_SDIST[0], timeout=300).read()
     if hashlib.sha256(data).hexdigest() != OPENCV_SDIST[1]:
         raise RuntimeError("the opencv-python source archive does not match its pinned checksum")
     with tarfile.open(fileobj=io.BytesIO(data)) as tf:
         for inner, sha in OPENCV_CLIPS.items():
-            blob = tf.extractfile(f"opencv_python-5.1.0.95/opencv/{inner}").read()
-            if hashlib.sha256(blob).hexdigest() != sha:
-                raise RuntimeError(f"{inner} does not match its pinned checksum")
-            (cache / Path(inner).name).write_bytes(blob)
+            write_checked(cache / Path(inner).name, tf.extractfile(f"opencv_python-5.1.0.95/opencv/{inner}").read(), sha)
     return list(want)
-
-
-def duration(ffmpeg: str, path: Path) -> float:
-    err = subprocess.run([ffmpeg, "-i", str(path)], capture_output=True, text=True).stderr
-    hms = err.split("Duration: ", 1)[1].split(",", 1)[0]
-    h, m, s = hms.split(":")
-    return int(h) * 3600 + int(m) * 60 + float(s)
 
 
 def cut(sources: list[Path], out: Path, window: float) -> dict[str, int]:
     import imageio_ffmpeg
+
+    from mvp_core.video.decode import probe
     ffmpeg = imageio_ffmpeg.get_ffmpeg_exe()
     counts = {}
     for src in sources:
         side = out / ("test" if src.stem in HELD_OUT else "train")
         side.mkdir(parents=True, exist_ok=True)
-        n = max(1, int(duration(ffmpeg, src) // window))
+        seconds = probe(src).duration_s
+        n = max(1, int(seconds // window))
         for i in range(n):
-            span = ["-ss", str(i * window), "-t", str(window)] if duration(ffmpeg, src) >= window else []
+            span = ["-ss", str(i * window), "-t", str(window)] if seconds >= window else []
             subprocess.run([ffmpeg, "-loglevel", "error", "-y", *span, "-i", str(src), "-vf", "scale=160:-2", "-an",
                             "-c:v", "libx264", "-pix_fmt", "yuv420p", str(side / f"{src.stem}_w{i}.mp4")], check=True)
         counts[src.stem] = n

