@@ -50,7 +50,7 @@ SFT_SHARE, GRPO_SHARE, EVAL_SHARE = 0.45, 0.40, 0.15
 # 600 videos left GRPO no room (0.96 held-out reward; -0.002). grpo-large: the same GRPO stage from the
 # shipped SFT on 1,500 new videos, 900 held out; +0.009 to +0.015 in four runs.
 # adapt: GRPO alone teaches the shipped SFT a puzzle shape it never trained on (5 options, l=3, where
-# it was trained on 4): held-out reward +0.11 to +0.15 over it in 100 small steps, ~2.5 min on one
+# it was trained on 4): held-out reward +0.11 to +0.15 over it in 100 small steps, ~3 min on one
 # core; the CI test tests/test_grpo_heldout_lift.py runs it (docs/BENCHMARKS.md, "GRPO on a new
 # puzzle shape").
 WARM_START = ROOT / "assets" / "clock-sft"
