@@ -1,4 +1,4 @@
-"""GRPO step benchmark: the real training loop (mvp_core.grpo.loop.train) on Qwen2.5-VL
+"""GRPO step benchmark: the real training loop (mvp_core.train.loop.train) on Qwen2.5-VL
 with the real 3B and 7B shapes and random weights, 16 context frames per puzzle, G=8.
 
     .venv/bin/python bench/gpu_grpo.py                 # one GPU: 3B full fine-tune, 7B LoRA (< 8 min on an H200)
@@ -102,9 +102,9 @@ def random_qwen25vl(size: str, tiny_dir: Path, device: str):
 
 
 def run_case(name: str, overrides: list[str], out: Path, policy=None, steps: int = 3, warmup: int = 1) -> dict:
-    from mvp_core.grpo.config import load_config
-    from mvp_core.grpo.loop import train
-    from mvp_core.grpo.rundir import read_metrics
+    from mvp_core.train.config import load_config
+    from mvp_core.train.loop import train
+    from mvp_core.train.rundir import read_metrics
     cfg = load_config(None, overrides + [f"output_dir={out / name}", f"max_steps={steps}", "save_steps=100000",
                                          "save_completions=true"])
     if torch.cuda.is_available():

@@ -1,4 +1,4 @@
-"""One prompt forward per group against one per completion (mvp_core/grpo/shared_prompt.py),
+"""One prompt forward per group against one per completion (mvp_core/train/shared_prompt.py),
 side by side in one process on the same GRPO batch: the generate step (prefill shared or not) and
 the log-prob forward + backward (prompt shared or not). Alternates the two ways `--repeats` times
 and prints the medians and their ratio (docs/BENCHMARKS.md, "One prompt forward per group").
@@ -17,11 +17,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from mvp_core.grpo import distributed as D  # noqa: E402
-from mvp_core.grpo.config import load_config  # noqa: E402
-from mvp_core.grpo.data import PuzzleSet  # noqa: E402
-from mvp_core.grpo.loop import StepContext, completion_logps, generate  # noqa: E402
-from mvp_core.grpo.model_setup import load_model  # noqa: E402
+from mvp_core.train import distributed as D  # noqa: E402
+from mvp_core.train.config import load_config  # noqa: E402
+from mvp_core.train.data import PuzzleSet  # noqa: E402
+from mvp_core.train.loop import StepContext, completion_logps, generate  # noqa: E402
+from mvp_core.train.model_setup import load_model  # noqa: E402
 
 
 def main() -> None:

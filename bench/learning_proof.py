@@ -146,7 +146,7 @@ def synth(files: list[Path], data: Path, args, env) -> Path:
 
 
 def latest_checkpoint(run: Path) -> Path:
-    from mvp_core.grpo.rundir import RunDir
+    from mvp_core.train.rundir import RunDir
     latest = RunDir(run).latest_checkpoint()
     if latest is None:
         raise SystemExit(f"{run} has no checkpoint")
@@ -218,7 +218,7 @@ def split_over_ranks(config: str, sets: list[str], procs: int) -> tuple[int, lis
 
 def _grpo_heldout(heldout: list[str]) -> list[str]:
     """GRPO's held-out settings where its config has them."""
-    from mvp_core.grpo.config import GRPOConfig
+    from mvp_core.train.config import GRPOConfig
     names = getattr(GRPOConfig, "model_fields", None) or getattr(GRPOConfig, "__dataclass_fields__", {})
     return heldout if "eval_puzzles" in names else []
 

@@ -46,7 +46,7 @@ def floor_seconds(paths: list[str], workers: int) -> float:
 def synth_seconds(paths: list[str], workers: int) -> tuple[float, int, float]:
     """Full `mvp synth` path (workers, frame store, SQLite) in a fresh data dir."""
     from db.engine import open_db
-    from db.synth_store import file_key, save_result
+    from db.puzzles.synth_store import file_key, save_result
     cfg = SynthConfig()
     with tempfile.TemporaryDirectory() as data:
         Session_ = open_db(None, data)

@@ -231,9 +231,9 @@ def prepare(src: Path, dst: Path, engine: str, n_puzzles: int, n_curators: int) 
     from sqlalchemy import text
 
     from db.engine import open_db
-    from db.importer import store_records
+    from db.sets.importer import store_records
     from db.review import set_overlap
-    from db.users import add_user
+    from db.users.accounts import add_user
     from fixtures_security import clone_puzzles
     dst.mkdir(parents=True)
     (dst / "frames").symlink_to((src / "frames").resolve(), target_is_directory=True)

@@ -82,7 +82,7 @@ def build(data: Path) -> tuple[str, object]:
     from fixtures_web import store_answers
 
     from db.engine import open_db
-    from db.users import add_user
+    from db.users.accounts import add_user
     vids = data.parent / "videos"
     vids.mkdir()
     for p in sv.fetch():
@@ -183,14 +183,14 @@ def main() -> int:
     from fixtures_web import CHROMIUM, CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
 
-    from mvp_core.grpo.rundir import read_metrics
+    from mvp_core.train.rundir import read_metrics
     tmp = Path(tempfile.mkdtemp(prefix="bench-web-rollouts-"))
     data = tmp / "data"
     url, Session = build(data)
     from sqlalchemy import select
 
     from db.models import Puzzle
-    from db.sets import store_set
+    from db.sets.curated import store_set
     with Session() as s:
         store_set(s, "bench-set", list(s.scalars(select(Puzzle.record_json).order_by(Puzzle.id))), 0, 0, {})
         s.commit()

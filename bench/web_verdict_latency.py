@@ -107,7 +107,7 @@ def build_db(data: Path, src: Path, n: int, unique_first: int) -> tuple[str, lis
             s.execute(insert(Option), opt)
             s.commit()
     from db.review import sync_queue
-    from db.users import add_user
+    from db.users.accounts import add_user
     with S() as s:
         sync_queue(s)
         add_user(s, "bench", "curator", "bench-pass-1")

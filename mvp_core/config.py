@@ -4,7 +4,7 @@ steering) and the one YAML loader for config files.
 A config is a pydantic model whose every field has a `description` and its range (`ge`/`le`/`gt`/
 `lt`, `Literal` choices). It comes from defaults <- a YAML file <- `key=value` overrides, and any
 bad key or value is one `UserError` line naming the key ("did you mean ..." for typos). To write a
-new one (see mvp_core/grpo/config.py for a full example):
+new one (see mvp_core/train/config.py for a full example):
 
     class SFTConfig(DocumentedConfig):
         max_steps: int = Field(100, ge=1, le=1_000_000, description="Optimizer steps to run.")

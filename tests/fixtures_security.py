@@ -90,7 +90,7 @@ def sec_data(web_data, tmp_path_factory):
     import shutil
 
     from db.engine import open_db
-    from db.users import add_user
+    from db.users.accounts import add_user
     src, _, _, _ = web_data
     data = tmp_path_factory.mktemp("sec") / "data"
     shutil.copytree(src, data, ignore=shutil.ignore_patterns("mvp.sqlite*"))

@@ -190,7 +190,7 @@ def open_store(kind: str, tmp_path: Path, store_sqlite_template, pg_url: str | N
 @pytest.fixture(params=ENGINES)
 def store_db(request, tmp_path, store_sqlite_template, store_puzzles):
     """An empty, migrated database of each engine holding the sample puzzles."""
-    from db.importer import store_records
+    from db.sets.importer import store_records
     pg_url = request.getfixturevalue("store_pg_url") if request.param == "postgresql" else None
     url, eng = open_store(request.param, tmp_path, store_sqlite_template, pg_url)
     Session = sessionmaker(eng, expire_on_commit=False)

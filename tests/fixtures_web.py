@@ -37,7 +37,7 @@ class WebApp:
     Session: object          # sessionmaker on the app's database
 
     def user_id(self, name: str) -> int:
-        from db.users import get_user
+        from db.users.accounts import get_user
         with self.Session() as s:
             return get_user(s, name).id
 
@@ -137,7 +137,7 @@ def store_answers(Session, run_id: str, kind: str, model_path: str, step: int, c
 def web_data(sample_videos, trailer_clips, tmp_path_factory):
     """(data_dir, db_url): puzzles from a trailer segment + bikes, three users, stored rollouts."""
     from db.engine import open_db
-    from db.users import add_user
+    from db.users.accounts import add_user
     base = tmp_path_factory.mktemp("web")
     videos, data = two_video_corpus(sample_videos, trailer_clips, base), base / "data"
     db_url = f"sqlite:///{data / 'mvp.sqlite'}"

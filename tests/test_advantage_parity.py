@@ -1,5 +1,5 @@
-"""One group advantage: rollouts (`score_group`), the rollouts page (`db.rollout_views`) and
-training (`mvp_core.grpo.loss.group_advantages`) give the same number for the same group of
+"""One group advantage: rollouts (`score_group`), the rollouts page (`db.runs.rollout_views`) and
+training (`mvp_core.train.loss.group_advantages`) give the same number for the same group of
 answers, scored by the real reward on a real puzzle."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from db import rollout_views
-from db.rollouts import RolloutStore
-from mvp_core.grpo.loss import group_advantages
+from db.runs import rollout_views
+from db.runs.rollouts import RolloutStore
+from mvp_core.train.loss import group_advantages
 from mvp_core.model.rollout import score_group
 from mvp_core.puzzle import Puzzle
 

@@ -163,7 +163,7 @@ def test_resume_under_another_model_is_refused(tmp_path, capsys, tiny, trainer):
 
 
 def test_run_directory_names_that_are_not_steps(tmp_path):
-    from mvp_core.grpo.rundir import RunDir
+    from mvp_core.train.rundir import RunDir
     run = RunDir(tmp_path)
     run.create(resume=False)
     for name in ("step_000002", "step_000003.tmp", "step_abc"):    # .tmp: a save killed before its rename

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from mvp_core.config import MAX_CONFIG_BYTES, DocumentedConfig, load_yaml_mapping, parse_yaml_mapping
 from mvp_core.errors import UserError
-from mvp_core.grpo.config import load_config
+from mvp_core.train.config import load_config
 from mvp_core.puzzle import SYNTH_VERSION, stable_id
 from mvp_core.synth.config import SynthConfig
 

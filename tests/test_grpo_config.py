@@ -7,8 +7,8 @@ import pytest
 from fixtures_grpo import PYTHON, ROOT, mvp_env
 
 from mvp_core.errors import UserError
-from mvp_core.grpo.config import GRPOConfig, documented_yaml, field_docs, load_config
-from mvp_core.grpo.model_setup import lr_factor
+from mvp_core.train.config import GRPOConfig, documented_yaml, field_docs, load_config
+from mvp_core.train.model_setup import lr_factor
 
 
 def test_defaults_follow_trl():
@@ -70,7 +70,7 @@ def test_documented_yaml_round_trips(tmp_path):
 
 
 def test_example_configs_load():
-    from mvp_core.grpo.sft_config import load_sft_config
+    from mvp_core.train.sft_config import load_sft_config
     for f in sorted((ROOT / "configs").glob("*.yaml")):
         (load_sft_config if "sft" in f.stem else load_config)(f)      # SFT configs: mvp sft
 

@@ -19,7 +19,7 @@ import yaml
 from fixtures_grpo import ROOT, mvp_env, tiny_overrides
 from safetensors.torch import load_file
 
-from mvp_core.grpo.rundir import read_metrics, read_status
+from mvp_core.train.rundir import read_metrics, read_status
 
 TORCHRUN = Path(ROOT) / ".venv" / "bin" / "torchrun"
 

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from mvp_core.grpo.config import load_config
-from mvp_core.grpo.loop import train
-from mvp_core.grpo.rundir import read_metrics
+from mvp_core.train.config import load_config
+from mvp_core.train.loop import train
+from mvp_core.train.rundir import read_metrics
 
 
 def _small(rec: dict) -> dict:

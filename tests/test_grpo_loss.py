@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from mvp_core.grpo.loss import group_advantages, grpo_loss, k3_kl, nanstd
+from mvp_core.train.loss import group_advantages, grpo_loss, k3_kl, nanstd
 
 # Two completions of up to 3 tokens; the first has 2 real tokens. old log-probs 0, so the
 # probability ratio of each token is exp(logp) = R.

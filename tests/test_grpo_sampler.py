@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mvp_core.grpo import batching
-from mvp_core.grpo import distributed as D
-from mvp_core.grpo.config import load_config
-from mvp_core.grpo.data import PuzzleSet
-from mvp_core.grpo.loop import StepContext, completion_logps, generate
-from mvp_core.grpo.model_setup import load_model
+from mvp_core.train import batching
+from mvp_core.train import distributed as D
+from mvp_core.train.config import load_config
+from mvp_core.train.data import PuzzleSet
+from mvp_core.train.loop import StepContext, completion_logps, generate
+from mvp_core.train.model_setup import load_model
 from mvp_core.model.sampler import SamplerSettings, sample
 
 G, TEMPERATURE = 4, 0.7
@@ -102,7 +102,7 @@ def test_sampled_logprobs_equal_training_forward(greedy_checkpoint, model_data, 
 
 def test_rollout_defaults_match_training():
     """`mvp rollout` / `mvp eval` build the same sampler settings a default run trains with."""
-    from mvp_core.grpo.config import GRPOConfig
+    from mvp_core.train.config import GRPOConfig
     from mvp_core.model.rollout import GenConfig
     train = SamplerSettings.from_config(GRPOConfig())
     roll = GenConfig(max_new_tokens=GRPOConfig().max_completion_length).sampler()

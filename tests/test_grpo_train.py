@@ -14,9 +14,9 @@ import yaml
 from fixtures_grpo import PYTHON, ROOT, mvp_env, tiny_overrides
 from safetensors.torch import load_file
 
-from mvp_core.grpo.config import load_config
-from mvp_core.grpo.loop import train
-from mvp_core.grpo.rundir import METRIC_FIELDS, read_metrics, read_status
+from mvp_core.train.config import load_config
+from mvp_core.train.loop import train
+from mvp_core.train.rundir import METRIC_FIELDS, read_metrics, read_status
 
 
 @pytest.fixture(autouse=True)
@@ -177,7 +177,7 @@ def test_cli_sigterm_saves_and_exits_cleanly(grpo_settings, tmp_path, capsys):
 def test_resume_with_more_steps_follows_the_new_schedule(grpo_settings, tmp_path):
     """1 step of a 1-step linear schedule, then --resume with max_steps=2: step 2 runs at the new
     schedule's lr (learning_rate x 1/2), not the old schedule's end value 0, and moves the weights."""
-    from mvp_core.grpo.model_setup import lr_factor
+    from mvp_core.train.model_setup import lr_factor
     small = dict(save_total_limit=0, max_completion_length=4, save_steps=1)
     run = tmp_path / "run"
     assert train(load_config(None, grpo_settings(max_steps=1, **small)))["step"] == 1

@@ -22,7 +22,7 @@ def train_ready(web_app):
     from sqlalchemy import select
 
     from db.models import Puzzle
-    from db.sets import list_sets, store_set
+    from db.sets.curated import list_sets, store_set
     from mvp_core.model.tiny import build_tiny_model
     with web_app.Session() as s:
         if SET not in {x["name"] for x in list_sets(s)}:
@@ -159,7 +159,7 @@ def test_cli_train_on_a_curated_set_from_the_db(train_ready, tmp_path, one_threa
     from fixtures_grpo import ROOT
 
     from app.cli import main
-    from db.sets import get_set
+    from db.sets.curated import get_set
     app = train_ready
     out = tmp_path / "run"
     rc = main(["train", "--set", SET, "--data", str(app.data_dir), "--db", app.db_url,

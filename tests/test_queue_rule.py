@@ -73,7 +73,7 @@ def _step(s, rng, users, current, filt, filters, t, log):
 
 
 def _users(s, n: int = 4) -> list[int]:
-    # rows, not db.users.add_user: argon2 hashes would cost more than the whole scenario
+    # rows, not db.users.accounts.add_user: argon2 hashes would cost more than the whole scenario
     rows = [User(name=f"c{i}", role="curator", password_hash="-") for i in range(n)]
     s.add_all(rows)
     s.commit()

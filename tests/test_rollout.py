@@ -83,7 +83,7 @@ def test_store_rollouts_in_both_databases(store_db, tiny_policy):
     from sqlalchemy import func, select
 
     from db.models.runs import Rollout, Run
-    from db.rollouts import RolloutStore
+    from db.runs.rollouts import RolloutStore
     from mvp_core.model.rollout import frame_loader
 
     model, proc = tiny_policy

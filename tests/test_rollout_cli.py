@@ -57,7 +57,7 @@ def test_tiny_model_rollout_eval_end_to_end(capsys, tmp_path, synth_dir):
         assert s.scalar(select(func.count()).select_from(Rollout).where(Rollout.run_id == "rollout-tiny")) == 3 * n
 
     # a curated set of the synthesized puzzles, run by name
-    from db.sets import store_set
+    from db.sets.curated import store_set
     lines = (synth_dir / "puzzles.jsonl").read_text().splitlines()
     with Session() as s:
         store_set(s, "cli-set", lines, 0, 2, {})
@@ -68,7 +68,7 @@ def test_tiny_model_rollout_eval_end_to_end(capsys, tmp_path, synth_dir):
     assert (synth_dir / "rollouts" / "set-run.parquet").is_file()
 
     # one curator's blind answer on one puzzle of the set: the humans' baseline beside the model
-    from db.human import record_answer
+    from db.review.human import record_answer
     from db.models.curation import User
     rec0 = json.loads(lines[0])
     with Session() as s:

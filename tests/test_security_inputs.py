@@ -105,7 +105,7 @@ def test_verdicts_only_on_a_leased_or_own_puzzle(sec_server, sec_data):
     assert a.post("/curate/api/undo", json={"state": back["state"]}).status_code == 200
     # still refused for cur05, whose only contact with it was the deep link
     assert _verdict(b, st_b).status_code == 400
-    from db.users import get_user
+    from db.users.accounts import get_user
     with Session() as s:
         judged_by = s.scalars(select(PuzzleVerdict.user_id).where(PuzzleVerdict.puzzle_id == pid)).all()
         assert judged_by == [get_user(s, "cur04").id]          # one review, cur04's
@@ -152,7 +152,7 @@ def train_page(sec_server, sec_data):
     from sqlalchemy import select
 
     from db.models import Puzzle
-    from db.sets import list_sets, store_set
+    from db.sets.curated import list_sets, store_set
     from fixtures_security import gradio_page_session
     from fixtures_web import PASSWORDS
     from mvp_core.model.tiny import build_tiny_model

@@ -107,7 +107,7 @@ def test_one_validation_for_names_and_passwords_on_every_path(sec_server, sec_da
     from test_web_access import call_endpoint
 
     from app.cli import main
-    from db.users import get_user
+    from db.users.accounts import get_user
     from fixtures_security import session_token
     from fixtures_web import PASSWORDS
     data, url, Session = sec_data

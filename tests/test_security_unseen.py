@@ -25,7 +25,7 @@ def bare(tmp_path_factory):
     """(server, data dir, Session): `mvp serve` over an empty data directory with a user of each role
     and one whose name is markup."""
     from db.engine import open_db
-    from db.users import add_user
+    from db.users.accounts import add_user
     base = tmp_path_factory.mktemp("unseen")
     data = base / "data"
     data.mkdir()

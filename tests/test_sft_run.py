@@ -12,9 +12,9 @@ import yaml
 from fixtures_grpo import PYTHON, ROOT, mvp_env
 from safetensors.torch import load_file
 
-from mvp_core.grpo.rundir import read_metrics, read_status
-from mvp_core.grpo.sft import sft_step, target_text, train_sft
-from mvp_core.grpo.sft_config import load_sft_config
+from mvp_core.train.rundir import read_metrics, read_status
+from mvp_core.train.sft import sft_step, target_text, train_sft
+from mvp_core.train.sft_config import load_sft_config
 
 
 def _settings(model_dir, data, out, **extra):
@@ -73,7 +73,7 @@ def test_resume_after_sigterm_is_exact(full_sft, tiny_model_dir, model_data, tmp
 
 
 def test_loss_counts_completion_tokens_only(tiny_policy, model_data, tiny_model_dir):
-    from mvp_core.grpo.data import PuzzleSet
+    from mvp_core.train.data import PuzzleSet
     model, proc = tiny_policy
     cfg = load_sft_config(None, _settings(tiny_model_dir, model_data[0], "unused"))
     recs = model_data[1][:2]
@@ -90,7 +90,7 @@ def test_loss_counts_completion_tokens_only(tiny_policy, model_data, tiny_model_
 def test_input_cache_is_bounded_by_bytes_and_keeps_the_recent(tiny_policy, model_data, tiny_model_dir):
     """Encoded puzzles stay cached up to a byte budget, least recently used out first, and a cached
     puzzle's inputs are the ones a fresh encode gives."""
-    from mvp_core.grpo.data import PuzzleSet
+    from mvp_core.train.data import PuzzleSet
     _, proc = tiny_policy
     cfg = load_sft_config(None, _settings(tiny_model_dir, model_data[0], "unused"))
     recs = model_data[1][:4]

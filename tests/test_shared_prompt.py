@@ -1,4 +1,4 @@
-"""One prompt forward per group (mvp_core/grpo/shared_prompt.py) gives the plain forward's
+"""One prompt forward per group (mvp_core/train/shared_prompt.py) gives the plain forward's
 log-probs and gradient: every Qwen-VL family, frames as images and as one video, groups cut by
 the micro-batch, completions of different lengths with and without an eos, LoRA adapters, and
 the trainer's own `completion_logps`."""
@@ -9,9 +9,9 @@ import copy
 import pytest
 import torch
 
-from mvp_core.grpo import batching, shared_prompt
-from mvp_core.grpo.config import load_config
-from mvp_core.grpo.data import PuzzleSet
+from mvp_core.train import batching, shared_prompt
+from mvp_core.train.config import load_config
+from mvp_core.train.data import PuzzleSet
 
 
 def _policy(tmp_path, family: str):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from db import review
-from db.steer_labels import curator_verdicts
-from db.users import add_user
+from db.runs.steer_labels import curator_verdicts
+from db.users.accounts import add_user
 from mvp_core.errors import UserError
 from mvp_core.steer.puzzles import verdict_labels
 

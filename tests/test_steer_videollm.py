@@ -19,7 +19,7 @@ VIDEOS = {"bikes": (4.0, 9.5), "trailer_bbb": (1.0, 24.0), "bigbuckbunny": (4.0,
 def solver_run(tmp_path_factory, sample_videos):
     """Puzzles over 4 real videos (one split per video) and a run of boundary-solver answers in SQLite."""
     from db.engine import open_db
-    from db.rollouts import RolloutStore
+    from db.runs.rollouts import RolloutStore
     from mvp_core.model.rollout import score_group
     from mvp_core.puzzle import Puzzle
     from mvp_core.synth.solvers import FeatureCache, solve_boundary
@@ -89,7 +89,7 @@ def test_videollm_labels_from_curator_verdicts(solver_run, tiny_model_dir, tmp_p
     """`mvp steer collect --verdicts`: accepted puzzles good, rejected bad, a tie left out."""
     from db import review
     from db.engine import open_db
-    from db.users import add_user
+    from db.users.accounts import add_user
     from mvp_core.steer.states import load_states
     data, db, recs, _ = solver_run
     ids = [r["id"] for r in recs]

@@ -5,8 +5,8 @@ import pytest
 
 from db import analytics, review
 from db.models.runs import Rollout, Run
-from db.sets import freeze_set
-from db.users import add_user
+from db.sets.curated import freeze_set
+from db.users.accounts import add_user
 
 
 def test_analytics_questions(store_db):
@@ -60,7 +60,7 @@ def test_analytics_questions(store_db):
         freeze_set(s, "s1", min_distractors=1)
         s.add(Run(id="r1", name="r1", kind="rollout", model_path="m", set_name="s1", config={}, status="done"))
         s.flush()
-        from db.sets import load_set
+        from db.sets.curated import load_set
         items = load_set(s, "s1")
         want: dict[str, int] = {}
         for i, rec in enumerate(items):

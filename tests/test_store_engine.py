@@ -45,7 +45,7 @@ def test_a_puzzle_added_without_the_trigger_is_still_handed_out(empty_store_any)
     from sqlalchemy.orm import Session
 
     from db.review import next_puzzle
-    from db.users import add_user
+    from db.users.accounts import add_user
     eng = empty_store_any.engine
     with Session(eng) as s:
         uid = add_user(s, "cur-sync", "curator", "cur-sync-password")[0].id

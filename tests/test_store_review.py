@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from db import analytics, review
 from db.models import utcnow
 from db.models.curation import Lease, PuzzleVerdict, VerdictEvent
-from db.users import add_user, authenticate, list_users
+from db.users.accounts import add_user, authenticate, list_users
 from mvp_core.errors import UserError
 
 

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from app.cli import main
 from db import review
-from db.importer import import_set, read_export
-from db.sets import assign_splits, content_hash, freeze_set, list_sets, load_set, parse_split, verify_set
-from db.users import add_user
+from db.sets.importer import import_set, read_export
+from db.sets.curated import assign_splits, content_hash, freeze_set, list_sets, load_set, parse_split, verify_set
+from db.users.accounts import add_user
 from mvp_core.errors import UserError
 from mvp_core.puzzle import Puzzle
 

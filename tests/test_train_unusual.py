@@ -17,11 +17,11 @@ import pytest
 from fixtures_grpo import PYTHON, ROOT, mvp_env, tiny_overrides
 
 from mvp_core.errors import UserError
-from mvp_core.grpo.config import load_config
-from mvp_core.grpo.loop import train
-from mvp_core.grpo.rundir import read_metrics, read_status
-from mvp_core.grpo.sft import train_sft
-from mvp_core.grpo.sft_config import load_sft_config
+from mvp_core.train.config import load_config
+from mvp_core.train.loop import train
+from mvp_core.train.rundir import read_metrics, read_status
+from mvp_core.train.sft import train_sft
+from mvp_core.train.sft_config import load_sft_config
 
 
 @pytest.fixture(autouse=True)

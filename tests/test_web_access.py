@@ -106,7 +106,7 @@ def test_only_files_under_the_data_dir_are_served(web_app, tmp_path):
 
 
 def test_curator_is_refused_rollouts_stats_and_admin(web_app, browser):
-    from db.users import get_user
+    from db.users.accounts import get_user
     cookie = session_cookie(web_app, "cora")
     for page in ("rollouts", "stats", "admin", "train"):
         assert raw_get(web_app, f"/{page}/", cookie)[0] == 403

@@ -30,7 +30,7 @@ def fresh(sample_videos, trailer_clips, tmp_path_factory):
     """`mvp serve` over an empty data directory (users only), and the folders a user would point at."""
     from db.engine import open_db
     from db.review import set_overlap
-    from db.users import add_user
+    from db.users.accounts import add_user
     base = tmp_path_factory.mktemp("fresh")
     videos, outside, data = base / "videos", base / "outside", base / "data"
     videos.mkdir()
@@ -101,7 +101,7 @@ def test_researcher_adds_videos_and_synthesizes(fresh, browser):
 
 
 def test_two_curators_solve_then_vet(fresh, browser):
-    from db.human import per_puzzle, possibly_ambiguous
+    from db.review.human import per_puzzle, possibly_ambiguous
     from db.models import Puzzle
     from db.models.human import HumanAnswer
     app = fresh["app"]
@@ -132,7 +132,7 @@ def test_two_curators_solve_then_vet(fresh, browser):
 
 def test_stats_put_humans_beside_the_solvers(fresh, browser):
     """One definition of a verdict: Stats and Curate count the same; videos by file name."""
-    from db.human import possibly_ambiguous
+    from db.review.human import possibly_ambiguous
     app = fresh["app"]
     with app.Session() as s:
         hard = possibly_ambiguous(s)[0]["puzzle_id"]
@@ -159,7 +159,7 @@ def test_stats_put_humans_beside_the_solvers(fresh, browser):
 def test_freeze_with_splits_and_export(fresh, browser, tmp_path):
     from datasets import load_dataset
 
-    from db.sets import get_set, load_set
+    from db.sets.curated import get_set, load_set
     app = fresh["app"]
     ctx, page = _login(browser, fresh, "rhea", "/datasets/")
     page.wait_for_selector("#data-sets-box", timeout=30000)

@@ -101,7 +101,7 @@ def wait_attr(page, selector: str, attr: str, pred, timeout_s: float):
 # each is its own test so each stays inside the per-test time limit on a loaded machine.
 
 def test_1_curate_and_freeze(studio, browser):
-    from db.sets import freeze_set
+    from db.sets.curated import freeze_set
     phase("studio ready")
     from sqlalchemy import func, select
 
@@ -231,7 +231,7 @@ def _check_advantages(rows) -> None:
     """The page's advantage of each answer is the trainer's formula applied to the shown totals."""
     import torch
 
-    from mvp_core.grpo.loss import group_advantages
+    from mvp_core.train.loss import group_advantages
     totals = [float(rows.nth(i).get_attribute("data-total")) for i in range(rows.count())]
     shown = [float(rows.nth(i).get_attribute("data-advantage")) for i in range(rows.count())]
     want = group_advantages(torch.tensor(totals, dtype=torch.float64), len(totals)).advantages.tolist()

@@ -37,9 +37,9 @@ def test_rollout_and_eval_store_under_the_runs_checkpoints(capsys, trained, one_
     from sqlalchemy import func, select
 
     from db.engine import open_db
-    from db.evaluations import list_evaluations
+    from db.runs.evaluations import list_evaluations
     from db.models.runs import Checkpoint, Rollout, Run
-    from db.runs import checkpoint_choices, sync_runs
+    from db.runs.index import checkpoint_choices, sync_runs
     data, run_dir = trained
     Session = open_db(None, data)
     assert sync_runs(Session, data) == ["tiny-run"]
@@ -93,8 +93,8 @@ def test_rollout_and_eval_store_under_the_runs_checkpoints(capsys, trained, one_
 def test_a_run_directory_with_torn_or_foreign_files_is_indexed_not_fatal(tmp_path):
     """status.json that is not UTF-8 / not an object, a metrics line that is a number, a checkpoint
     folder named step_x: the run is still listed (status "created", no such checkpoint), nothing raises."""
-    from db.runs import read_run_dir
-    from mvp_core.grpo.rundir import read_metrics, read_status
+    from db.runs.index import read_run_dir
+    from mvp_core.train.rundir import read_metrics, read_status
     d = tmp_path / "run"
     (d / "checkpoints" / "step_x").mkdir(parents=True)
     (d / "checkpoints" / "step_x" / "trainer_state.json").write_text("{}")

@@ -23,7 +23,7 @@ def job_env(web_data, tmp_path_factory, tiny_model_dir):
     from sqlalchemy import select
 
     from db.models import Puzzle
-    from db.sets import list_sets, store_set
+    from db.sets.curated import list_sets, store_set
     data, _db_url, _outside, Session = web_data
     with Session() as s:
         if SET not in {x["name"] for x in list_sets(s)}:

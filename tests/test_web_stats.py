@@ -19,7 +19,7 @@ QUESTIONS = ("acceptance_by_kind", "acceptance_by_hardness", "acceptance_by_vide
 def _two_curators_on_the_same_puzzles(Session) -> None:
     from db.models import Puzzle
     from db.review import set_overlap, submit_verdict
-    from db.users import add_user
+    from db.users.accounts import add_user
     with Session() as s:
         set_overlap(s, 2)
         a = add_user(s, "cur-a", "curator", "cur-a-password")[0].id
@@ -41,7 +41,7 @@ def stats_servers(web_data, tmp_path_factory):
     from fixtures_web import free_port
 
     from db.engine import open_db
-    from db.users import add_user
+    from db.users.accounts import add_user
     src = web_data[0]
     base = tmp_path_factory.mktemp("stats")
     empty, full = base / "empty", base / "full"

@@ -72,7 +72,7 @@ def snapshot_set(name: str, run_dir: Path, db_url, data, resume: bool) -> Path:
     if resume and out.is_file():
         return out
     from db.engine import database_url, open_db
-    from db.sets import snapshot_set as write_snapshot
+    from db.sets.curated import snapshot_set as write_snapshot
     d = _data_dir(data)
     Session = open_db(database_url(db_url, d), d)
     with Session() as s:
@@ -84,7 +84,7 @@ def run_trainer(cfg, resume: bool, train) -> int:
     fast), then `train()(cfg, resume=...)`; a run stopped by a signal says where its checkpoint is."""
     import sys
 
-    from mvp_core.grpo.data import PuzzleSet
+    from mvp_core.train.data import PuzzleSet
     PuzzleSet.open(cfg)
     summary = train()(cfg, resume=resume)
     if summary["state"] == "stopped":

@@ -70,7 +70,7 @@ def _import(args) -> int:
     from pathlib import Path
 
     from db.engine import data_dir, open_db
-    from db.importer import import_set
+    from db.sets.importer import import_set
     Session = open_db(args.db, args.data)
     with Session() as s:
         out = import_set(s, Path(args.path), data_dir(args.data), name=args.name)

@@ -50,7 +50,7 @@ def handler(args) -> int:
     from app.cli.demo_trained import build_beside, run_done
     from db.engine import data_dir, database_url, open_db
     from db.models import Puzzle
-    from db.users import add_user, get_user, set_password
+    from db.users.accounts import add_user, get_user, set_password
     from mvp_core.errors import UserError
     _interrupt_on_sigterm()
     if not args.no_serve:       # before minutes of work, not after

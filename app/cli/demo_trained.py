@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from mvp_core.errors import UserError
-from mvp_core.grpo.rundir import RunDir, atomic_write, read_status
+from mvp_core.train.rundir import RunDir, atomic_write, read_status
 
 SFT_RUN, GRPO_RUN, BASE_RUN = "demo-sft-warm-start", "demo-grpo-from-warm-start", "demo-untrained-base"
 ROOT = Path(__file__).resolve().parents[2]

@@ -33,7 +33,7 @@ def _export(args) -> int:
     from pathlib import Path
 
     from db.engine import data_dir, open_db
-    from db.export import export_set
+    from db.sets.export import export_set
     with open_db(args.db, args.data)() as s:
         out = export_set(s, args.set_name, args.format, Path(args.out), data_dir(args.data))
     print(json.dumps(out))
@@ -42,7 +42,7 @@ def _export(args) -> int:
 
 def _freeze(args) -> int:
     from db.engine import open_db
-    from db.sets import freeze_set, parse_split
+    from db.sets.curated import freeze_set, parse_split
     split = parse_split(args.split)
     with open_db(args.db, args.data)() as s:
         out = freeze_set(s, args.name, min_distractors=args.min_distractors, split=split, split_seed=args.split_seed)
@@ -52,7 +52,7 @@ def _freeze(args) -> int:
 
 def _list(args) -> int:
     from db.engine import open_db
-    from db.sets import list_sets
+    from db.sets.curated import list_sets
     with open_db(args.db, args.data)() as s:
         for x in list_sets(s):
             print(f"{x['name']}\t{x['n_puzzles']} puzzles\t{x['n_excluded']} excluded\t{x['content_hash'][:16]}")

@@ -84,7 +84,7 @@ def load_puzzles(args) -> tuple[list[dict], Path]:
         data = data_dir(args.data) if args.data else path.resolve().parent
     else:
         from db.engine import open_db
-        from db.sets import load_set
+        from db.sets.curated import load_set
         data = data_dir(args.data)
         Session = open_db(args.db, data)
         with Session() as s:
@@ -227,11 +227,11 @@ def _answers_in(out: Path) -> set:
 
 def _rollout_store(args, data, run_name, records, target):
     from db.engine import open_db
-    from db.rollouts import RolloutStore
+    from db.runs.rollouts import RolloutStore
     Session = open_db(args.db, data)
     if target.run_id:
         if args.puzzles:
-            from db.importer import store_records
+            from db.sets.importer import store_records
             from db.txn import run_txn
             with Session() as s:
                 run_txn(s, lambda: store_records(s, records))
@@ -264,7 +264,7 @@ def _eval(args) -> int:
         _store_eval(args, data, target, report)
     md = markdown_report(report) + _humans_md(report.get("humans"))
     if out:
-        from mvp_core.grpo.rundir import atomic_write     # whole or absent: an interrupted write keeps the old file
+        from mvp_core.train.rundir import atomic_write     # whole or absent: an interrupted write keeps the old file
         out[0].parent.mkdir(parents=True, exist_ok=True)
         atomic_write(out[0], json.dumps(report, indent=2))
         atomic_write(out[1], md)
@@ -298,9 +298,9 @@ def _check_parent(path: Path) -> None:
 
 
 def _humans(args, data) -> dict:
-    """The curators' blind answers on the set (split) as one more baseline (db.human.human_baseline)."""
+    """The curators' blind answers on the set (split) as one more baseline (db.review.human.human_baseline)."""
     from db.engine import open_db
-    from db.human import human_baseline
+    from db.review.human import human_baseline
     with open_db(args.db, data)() as s:
         return human_baseline(s, args.set, getattr(args, "split", None))
 
@@ -320,8 +320,8 @@ def _store_eval(args, data, target, report) -> None:
     """Under the run's checkpoint (--run) or the model's own run (--model with --set)."""
     from app.cli.model_target import default_run_name
     from db.engine import open_db
-    from db.evaluations import save_evaluation
-    from db.rollouts import RolloutStore
+    from db.runs.evaluations import save_evaluation
+    from db.runs.rollouts import RolloutStore
     Session = open_db(args.db, data)
     run_id = target.run_id
     if run_id is None:

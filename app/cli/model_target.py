@@ -2,7 +2,7 @@
 
 `--model PATH`: that directory; answers go to a run of their own (`--name`, default
 `rollout-<model dir name>`). `--run RUN [--checkpoint C]`: an indexed training run (its id, or its
-run directory, indexed on the way; db/runs.py) and one of its checkpoints (`base`, `latest`
+run directory, indexed on the way; db/runs/index.py) and one of its checkpoints (`base`, `latest`
 (default) or a step): the answers are stored under that run and checkpoint, so the Rollouts page
 can put two checkpoints of one run side by side."""
 from __future__ import annotations
@@ -44,7 +44,7 @@ def resolve_target(args, data: Path) -> Target:
         raise UserError(f"checkpoint {key!r}: give base, latest or a step number")
     from db.engine import open_db
     from db.models.runs import Checkpoint, Run
-    from db.runs import index_run, read_run_dir, resolve
+    from db.runs.index import index_run, read_run_dir, resolve
     from sqlalchemy import select
     Session = open_db(args.db, data)
     with Session() as s:

@@ -1,5 +1,5 @@
 """`mvp sft CONFIG.yaml [key=value ...] [--resume]`: the supervised warm start before GRPO
-(mvp_core.grpo.sft). Same run directory contract as `mvp train`; `--set NAME` snapshots a
+(mvp_core.train.sft). Same run directory contract as `mvp train`; `--set NAME` snapshots a
 curated set from the database into the run directory first."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def register(sub) -> None:
 
 
 def _sft(args) -> int:
-    from mvp_core.grpo.sft_config import SFTConfig, load_sft_config
+    from mvp_core.train.sft_config import SFTConfig, load_sft_config
 
     path, overrides = config_and_overrides(args)
     cfg = load_sft_config(path, overrides)
@@ -28,5 +28,5 @@ def _sft(args) -> int:
 
 
 def _sft_train():
-    from mvp_core.grpo.sft import train_sft
+    from mvp_core.train.sft import train_sft
     return train_sft

@@ -110,13 +110,13 @@ def collect_puzzles(args) -> int:
     records, data, model, proc, load = _puzzles_and_videollm(args)
     if args.verdicts:   # the curators' judgement of each puzzle, not a model's answers
         from db.engine import open_db
-        from db.steer_labels import curator_verdicts
+        from db.runs.steer_labels import curator_verdicts
         with open_db(args.db, data)() as s:
             bad = verdict_labels(curator_verdicts(s, [r["id"] for r in records]))
         source = "curator verdicts"
     elif args.run:
         from db.engine import open_db
-        from db.steer_labels import rollout_answers
+        from db.runs.steer_labels import rollout_answers
         with open_db(args.db, data)() as s:
             answers = rollout_answers(s, args.run, args.checkpoint, [r["id"] for r in records])
         bad, source = puzzle_labels(answers, args.reward_threshold), f"run {args.run}"

@@ -53,7 +53,7 @@ class _Tally:
 
     def skip(self, key: tuple | None, path, reason: str) -> None:
         """Count and report a refused file; stored (so a rerun knows it) unless it has no key."""
-        from db.synth_store import save_skip
+        from db.puzzles.synth_store import save_skip
         from mvp_core.video.scan import printable_path
         if key is not None:
             save_skip(self.Session_, key, self.params_key, reason)
@@ -61,7 +61,7 @@ class _Tally:
         self.skipped.append(f"  SKIP {printable_path(path)}: {reason}")
 
     def store(self, res) -> None:
-        from db.synth_store import save_result
+        from db.puzzles.synth_store import save_result
         from mvp_core.video.scan import printable_path
         added = save_result(self.Session_, self.keys[res.path], self.params_key, res)
         st = self.stats
@@ -108,7 +108,7 @@ def _print_config(cfg, settings) -> None:
 
 def _todo(inputs: list[str], tally: _Tally, retry_failed: bool) -> None:
     """The files to process (into tally.keys); refused and already handled ones are counted."""
-    from db.synth_store import file_key, previous
+    from db.puzzles.synth_store import file_key, previous
     from mvp_core.video.scan import NAME_NOT_UTF8, scan
     for c in scan(inputs):
         if c.skip_reason == NAME_NOT_UTF8:       # no key: the name cannot be stored as text
@@ -127,7 +127,7 @@ def _todo(inputs: list[str], tally: _Tally, retry_failed: bool) -> None:
 
 def run(args) -> int:
     from db.engine import data_dir, open_db
-    from db.synth_store import write_jsonl
+    from db.puzzles.synth_store import write_jsonl
 
     t0 = time.perf_counter()
     cfg, settings = _config(args, check_embedder=not args.print_config), _run_config(args)

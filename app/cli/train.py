@@ -19,7 +19,7 @@ def register(sub) -> None:
 
 
 def _train(args) -> int:
-    from mvp_core.grpo.config import documented_yaml, load_config
+    from mvp_core.train.config import documented_yaml, load_config
 
     path, overrides = config_and_overrides(args)
     if args.print_config:
@@ -33,5 +33,5 @@ def _train(args) -> int:
 
 
 def _grpo_train():
-    from mvp_core.grpo.loop import train
+    from mvp_core.train.loop import train
     return train

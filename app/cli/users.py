@@ -1,5 +1,5 @@
 """`mvp users add|list|passwd|role`: accounts for the web app. Names and passwords are checked by
-`db.users` (the one validation every path uses); a password or role change ends the user's sessions."""
+`db.users.accounts` (the one validation every path uses); a password or role change ends the user's sessions."""
 from __future__ import annotations
 
 import getpass
@@ -35,7 +35,7 @@ def register(sub) -> None:
 
 def _add(args) -> int:
     from db.engine import open_db
-    from db.users import add_user
+    from db.users.accounts import add_user
     given = args.password or os.environ.get("MVP_PASSWORD")
     with open_db(args.db, args.data)() as s:
         user, pw = add_user(s, args.name, args.role, given)
@@ -46,7 +46,7 @@ def _add(args) -> int:
 
 def _list(args) -> int:
     from db.engine import open_db
-    from db.users import list_users
+    from db.users.accounts import list_users
     with open_db(args.db, args.data)() as s:
         for u in list_users(s):
             print(f"{u['name']}\t{u['role']}\t{u['created_at']:%Y-%m-%d}")
@@ -55,7 +55,7 @@ def _list(args) -> int:
 
 def _passwd(args) -> int:
     from db.engine import open_db
-    from db.users import set_password
+    from db.users.accounts import set_password
     pw = args.password or getpass.getpass(f"new password for {args.name}: ")
     with open_db(args.db, args.data)() as s:
         set_password(s, args.name, pw)
@@ -66,7 +66,7 @@ def _passwd(args) -> int:
 
 def _role(args) -> int:
     from db.engine import open_db
-    from db.users import set_role
+    from db.users.accounts import set_role
     with open_db(args.db, args.data)() as s:
         set_role(s, args.name, args.role)
         s.commit()

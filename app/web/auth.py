@@ -1,15 +1,15 @@
 """Login, sessions and roles for the web app (docs/web.md, "Sessions and login").
 
-Sessions live in the database (`db.web_sessions`): the browser holds a random token in an HttpOnly
+Sessions live in the database (`db.users.sessions`): the browser holds a random token in an HttpOnly
 cookie, the table its sha256, so a restart keeps users logged in, several server processes share the
-sessions, and logout or a password/role change (`db.users`) ends them everywhere. Every request reads
+sessions, and logout or a password/role change (`db.users.accounts`) ends them everywhere. Every request reads
 its session row (a primary-key read on a deferred, read-only transaction: it never waits on writers).
 
 Login throttling is counted before the password is checked: each attempt is recorded against its user
 name and its client address, and an attempt over `LOGIN_PER_NAME` (per name) or `LOGIN_PER_ADDR` (per
 address) within `LOGIN_WINDOW_S` is answered 429 without checking anything, so parallel requests cannot
 all slip through on one stale count. A successful login does not count. Unknown user names cost the
-same argon2 hash as known ones (`db.users.authenticate`)."""
+same argon2 hash as known ones (`db.users.accounts.authenticate`)."""
 from __future__ import annotations
 
 import asyncio
@@ -78,8 +78,8 @@ class Auth:
         return await asyncio.to_thread(self._login, name, password, client)
 
     def _login(self, name: str, password: str, client: str) -> LoginResult:
-        from db.users import authenticate
-        from db.web_sessions import count_attempt, create_session, refund_attempt, retry_after_s
+        from db.users.accounts import authenticate
+        from db.users.sessions import count_attempt, create_session, refund_attempt, retry_after_s
         limits = throttle_keys(name, client)
         with self.Session() as s:
             blocked, ids = count_attempt(s, limits, LOGIN_WINDOW_S)
@@ -94,15 +94,15 @@ class Auth:
         return LoginResult(token=token)
 
     def logout(self, token: str | None) -> None:
-        from db.web_sessions import end_session
+        from db.users.sessions import end_session
         with self.Session() as s:
             end_session(s, token)
 
     # ---- who is calling ---------------------------------------------------------------------
 
     def session_of(self, token: str | None):
-        """The `db.web_sessions.SessionUser` of a live session token, else None."""
-        from db.web_sessions import session_user
+        """The `db.users.sessions.SessionUser` of a live session token, else None."""
+        from db.users.sessions import session_user
         if not token:
             return None
         with self._Read() as s:
@@ -126,7 +126,7 @@ class Auth:
         hit = self._roles.get(name)
         if hit and now - hit[2] < ROLE_TTL_S:
             return hit[0], hit[1]
-        from db.users import get_user
+        from db.users.accounts import get_user
         with self._Read() as s:
             u = get_user(s, name)
             role, uid = (u.role, u.id) if u is not None else (None, None)

@@ -80,7 +80,7 @@ async def _page_check(request: Request, auth: Auth, pages, user) -> JSONResponse
 
 def install(app, auth: Auth, pages) -> None:
     """Add the guard middleware to `app`. `request.state.user` is the caller's
-    `db.web_sessions.SessionUser` (or None) for the routes behind it."""
+    `db.users.sessions.SessionUser` (or None) for the routes behind it."""
 
     @app.middleware("http")
     async def guard(request: Request, call_next):

@@ -82,7 +82,7 @@ def active(data_dir: Path, kind: str = "train") -> dict | None:
     _reap(job["pid"])
     job["alive"] = bool(group_pids(job["pgid"]))
     if kind == "train":
-        from mvp_core.grpo.rundir import read_status
+        from mvp_core.train.rundir import read_status
         job["status"] = read_status(job["run_dir"])
     else:
         job["progress"] = progress(job["log"])
@@ -96,10 +96,10 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
     and start `mvp train` (GRPO) or `mvp sft`. Refused while another training run is alive; a
     refused launch leaves no run directory behind."""
     from app.web.models_known import check_model
-    from db.sets import snapshot_set
+    from db.sets.curated import snapshot_set
     from mvp_core.config import parse_overrides, parse_yaml_mapping
-    from mvp_core.grpo.config import GRPOConfig
-    from mvp_core.grpo.sft_config import SFTConfig
+    from mvp_core.train.config import GRPOConfig
+    from mvp_core.train.sft_config import SFTConfig
 
     data_dir = Path(data_dir)
     if not set_name:

@@ -20,7 +20,7 @@ from app.web.auth import Forbidden
 from app.web.common import WebContext
 from app.web.limits import not_text
 from app.web.pages.rollouts import PAGE, opening, view
-from db import rollout_views as rd
+from db.runs import rollout_views as rd
 from mvp_core.errors import UserError
 
 PREFIX = "/rollouts/api"

@@ -10,7 +10,7 @@ import pyarrow as pa
 from sqlalchemy import Text, cast, func, select
 from sqlalchemy.engine import Engine
 
-from db.analytics import pull
+import db.analytics.pull as pull  # the module (tests lower BULK_MIN_ROWS); not the package: no cycle
 from db.analytics.pull import adbc_connect, arrow_adbc, arrow_table
 from db.engine import read_engine
 from db.models import Option, Puzzle

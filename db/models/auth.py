@@ -17,7 +17,7 @@ from db.models.base import Base, BigId, utcnow
 
 class WebSession(Base):
     """One login: who, since when, until when. Deleted on logout and when the user's password or role
-    changes (`db.users`), or once expired."""
+    changes (`db.users.accounts`), or once expired."""
     __tablename__ = "web_sessions"
     token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)   # sha256 hex of the cookie value
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)

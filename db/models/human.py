@@ -1,6 +1,6 @@
 """Human answers: a curator's own answer to a puzzle, given blind before vetting it (solve first,
 then vet). One per curator and puzzle; scored with the model's reward, so humans are a baseline
-beside the model and the shortcut solvers (db/human.py)."""
+beside the model and the shortcut solvers (db/review/human.py)."""
 from __future__ import annotations
 
 from datetime import datetime

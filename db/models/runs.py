@@ -39,7 +39,7 @@ class Checkpoint(Base):
 class Rollout(Base):
     """One sampled answer. `checkpoint_id` is NULL for answers of the base model given by `run.model_path`.
     Note: SQL treats NULLs as distinct, so the unique key does not stop two NULL-checkpoint rows with the
-    same (run, puzzle, sample); writers key their upserts on it explicitly (db/rollouts.py)."""
+    same (run, puzzle, sample); writers key their upserts on it explicitly (db/runs/rollouts.py)."""
     __tablename__ = "rollouts"
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
@@ -65,7 +65,7 @@ class Rollout(Base):
 class Evaluation(Base):
     """One `mvp eval` of a run's checkpoint (NULL = the run's base model) on a set split: the whole
     report (groups by distractor kind and hardness, the shortcut baselines, every answer) as JSON.
-    Writers replace an existing row with the same key (db/evaluations.py): NULLs again."""
+    Writers replace an existing row with the same key (db/runs/evaluations.py): NULLs again."""
     __tablename__ = "evaluations"
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)

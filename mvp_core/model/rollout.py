@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from mvp_core.errors import UserError
-from mvp_core.grpo.loss import group_advantage_list
+from mvp_core.train.loss import group_advantage_list
 from mvp_core.model.prompt import PromptConfig, build_inputs
 from mvp_core.model.sampler import (DEFAULT_MIN_P, DEFAULT_REPETITION_PENALTY, DEFAULT_TOP_K, SamplerSettings,
                                     sample)
@@ -127,7 +127,7 @@ def generate(model, processor, puzzles: list, load_frame, pcfg: PromptConfig, gc
 def score_group(pz: Puzzle, completions: list[tuple[str, int]], sample_indices: list[int],
                 weights: dict | None = None) -> list[dict]:
     """Rows for one puzzle's answers, with the advantage training would give them (the group's
-    `mvp_core.grpo.loss.group_advantages`, scale_rewards="group")."""
+    `mvp_core.train.loss.group_advantages`, scale_rewards="group")."""
     pool = [o.label for o in pz.options]
     kinds = {o.label: o.kind for o in pz.options}
     rows = []

@@ -11,14 +11,14 @@ PAGE = "admin"
 
 
 def users_table(ctx: WebContext) -> list[list]:
-    from db.users import list_users
+    from db.users.accounts import list_users
     with ctx.Session() as s:
         return [[u["name"], u["role"], str(u["created_at"])[:19]] for u in list_users(s)]
 
 
 def add_user(ctx: WebContext, name: str, role: str, password: str) -> tuple[str, str]:
     """(message, the password to hand over). An empty password makes a random one."""
-    from db.users import add_user as db_add
+    from db.users.accounts import add_user as db_add
     with ctx.Session() as s:
         user, pw = db_add(s, name, role, password or None)
         s.commit()
@@ -28,8 +28,8 @@ def add_user(ctx: WebContext, name: str, role: str, password: str) -> tuple[str,
 
 
 def set_role(ctx: WebContext, name: str, role: str) -> str:
-    """Change a role (db.users.set_role also ends that user's sessions)."""
-    from db.users import set_role as db_set_role
+    """Change a role (db.users.accounts.set_role also ends that user's sessions)."""
+    from db.users.accounts import set_role as db_set_role
     with ctx.Session() as s:
         db_set_role(s, name, role)
         s.commit()
@@ -38,8 +38,8 @@ def set_role(ctx: WebContext, name: str, role: str) -> str:
 
 
 def reset_password(ctx: WebContext, name: str, password: str) -> str:
-    """Set a password (db.users checks it and ends that user's sessions)."""
-    from db.users import set_password
+    """Set a password (db.users.accounts checks it and ends that user's sessions)."""
+    from db.users.accounts import set_password
     with ctx.Session() as s:
         set_password(s, name, password)
         s.commit()
@@ -86,7 +86,7 @@ def build(ctx: WebContext) -> gr.Blocks:
 
 
 def set_roots(ctx: WebContext, text: str) -> str:
-    from db.sources import set_allowed_roots
+    from db.puzzles.sources import set_allowed_roots
     with ctx.Session() as s:
         roots = set_allowed_roots(s, (text or "").splitlines())
     return f"{len(roots)} allowed video folders" + (f": {', '.join(roots)}" if roots else "")
@@ -94,7 +94,7 @@ def set_roots(ctx: WebContext, text: str) -> str:
 
 def _roots_section(ctx: WebContext, demo: gr.Blocks) -> None:
     """The folders the Data page may read videos from (nothing outside them is ever read)."""
-    from db.sources import allowed_roots
+    from db.puzzles.sources import allowed_roots
     gr.Markdown("## Video folders the Data page may read")
     # read-only until the page's load has filled it (common.filled says why)
     roots = gr.Textbox(label="Allowed folders on the server, one absolute path per line", lines=3,

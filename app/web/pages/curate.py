@@ -2,7 +2,7 @@
 
 Solve first, then vet: while a curator has not answered a puzzle its view is blind (see
 app/web/pages/curate_view.py); picking options into the gap happens in the browser only (no request,
-so nothing to time), and the answer is one request that stores it (`db.human`) and returns the
+so nothing to time), and the answer is one request that stores it (`db.review.human`) and returns the
 revealed view. Distractor verdicts and accept/reject need that answer; a skip does not (a skip is
 not a verdict).
 
@@ -65,7 +65,7 @@ class CurateActions:
 
     def render(self, s, uid: int, pid: str | None, filtered: bool = False) -> str:
         """The puzzle view's HTML for `pid` as this curator sees it: blind until they answered it."""
-        from db.human import answer_of
+        from db.review.human import answer_of
         p, ovs, mine, status, ans, vname = None, {}, None, "pending", None, ""
         row = s.get(PuzzleRow, pid) if pid else None
         if row is not None:
@@ -130,7 +130,7 @@ class CurateActions:
 
     def answer(self, uid: int, state: dict, labels: list[str], seconds: float):
         """Store the curator's blind answer, then show the puzzle revealed (the targets in the gap)."""
-        from db.human import record_answer
+        from db.review.human import record_answer
         with self.ctx.Session() as s:
             pid = state.get("pid")
             if not pid:
@@ -140,7 +140,7 @@ class CurateActions:
             return self.view(s, uid, state, f"answered {', '.join(labels)}: {verdict}, reward {res['total']:.2f}")
 
     def verdict(self, uid: int, state: dict, verdict: str, note: str):
-        from db.human import answer_of
+        from db.review.human import answer_of
         from db.review import DECISIVE, next_puzzle, submit_verdict
         state = dict(state)
         with self.ctx.Session() as s:
@@ -159,7 +159,7 @@ class CurateActions:
             return self.view(s, uid, state, f"{verdict}: {pid}")
 
     def toggle(self, uid: int, state: dict, index: int, reason: str):
-        from db.human import answer_of
+        from db.review.human import answer_of
         from db.review import set_option_verdict
         with self.ctx.Session() as s:
             pid = state.get("pid")

@@ -52,7 +52,7 @@ def db_url(ctx: WebContext) -> str:
 # ---- folders ----------------------------------------------------------------------------------
 
 def add_folder(ctx: WebContext, path: str) -> str:
-    from db.sources import add_folder as db_add
+    from db.puzzles.sources import add_folder as db_add
     with ctx.Session() as s:
         real = db_add(s, path)
     found = scan_rows([real])
@@ -71,13 +71,13 @@ def scan_rows(folders: list[str]) -> list[list]:
 
 
 def folder_rows(ctx: WebContext) -> list[list]:
-    from db.sources import folders
+    from db.puzzles.sources import folders
     with ctx.Session() as s:
         return scan_rows(folders(s))
 
 
 def roots_text(ctx: WebContext) -> str:
-    from db.sources import allowed_roots
+    from db.puzzles.sources import allowed_roots
     with ctx.Session() as s:
         roots = allowed_roots(s)
     return ", ".join(roots) if roots else "none yet (an admin sets them on the Admin page)"
@@ -87,7 +87,7 @@ def roots_text(ctx: WebContext) -> str:
 
 def start_synth(ctx: WebContext, user: str, form: SynthForm) -> str:
     from app.web.jobs import launch_cli
-    from db.sources import folders
+    from db.puzzles.sources import folders
     with ctx.Session() as s:
         dirs = folders(s)
     if not dirs:
@@ -163,13 +163,13 @@ def parse_splits(train: float, val: float, test: float) -> dict[str, float]:
 def freeze(ctx: WebContext, uid: int, name: str, min_distractors: int, train: float, val: float,
            test: float) -> str:
     """Freeze the accepted puzzles into a new set, split by video."""
-    from db.sets import freeze_set
+    from db.sets.curated import freeze_set
     fr = parse_splits(train, val, test)
     with ctx.Session() as s:
         res = freeze_set(s, (name or "").strip(), min_distractors=form_number("min distractors", min_distractors, True, 0),
                          created_by=uid, split=fr)
-    from db.export import split_counts
-    from db.sets import load_set
+    from db.sets.export import split_counts
+    from db.sets.curated import load_set
     with ctx.Session() as s:
         counts = split_counts(load_set(s, res["name"]))
     shown = ", ".join(f"{k} {v['puzzles']} ({v['videos']} videos)" for k, v in counts.items())
@@ -180,9 +180,9 @@ SET_HEADERS = ["set", "puzzles", *(f"{k} puzzles / videos" for k in SPLITS), "ex
 
 
 def set_rows(ctx: WebContext) -> list[list]:
-    """One row per set: its size, and puzzles / videos per split (db.export.split_counts)."""
-    from db.export import split_counts
-    from db.sets import list_sets, load_set
+    """One row per set: its size, and puzzles / videos per split (db.sets.export.split_counts)."""
+    from db.sets.export import split_counts
+    from db.sets.curated import list_sets, load_set
     rows = []
     with ctx.Session() as s:
         for cs in list_sets(s):
@@ -194,14 +194,14 @@ def set_rows(ctx: WebContext) -> list[list]:
 
 
 def set_names(ctx: WebContext) -> list[str]:
-    from db.sets import list_sets
+    from db.sets.curated import list_sets
     with ctx.Session() as s:
         return [cs["name"] for cs in list_sets(s)]
 
 
 def export_zip(ctx: WebContext, name: str, fmt: str) -> Path:
     """Export the set into a fresh folder and zip it under DATA/exports; returns the zip's path."""
-    from db.export import FORMATS, export_set
+    from db.sets.export import FORMATS, export_set
     if fmt not in FORMATS:
         raise UserError(f"format must be one of {', '.join(FORMATS)}")
     if not name:

@@ -21,7 +21,7 @@ import gradio as gr
 from app.web.common import WebContext, guard, msg_html, nav_html
 from app.web.pages import rollouts_eval, rollouts_steer, stats_eval
 from app.web.pages.rollouts_view import group_html, puzzle_html, run_html
-from db import rollout_views as rd
+from db.runs import rollout_views as rd
 
 PAGE = "rollouts"
 NONE = ""
@@ -90,12 +90,12 @@ def videos_for(ctx: WebContext, left: str | None):
 
 
 def _warm_training_code() -> None:
-    """The advantage is the trainer's (mvp_core.grpo.loss, torch): import it in the background while
+    """The advantage is the trainer's (mvp_core.train.loss, torch): import it in the background while
     the server starts, so the first puzzle shown does not wait for torch (seconds; minutes when the
     machine is loaded)."""
     import importlib
     import threading
-    threading.Thread(target=importlib.import_module, args=("mvp_core.grpo.loss",), daemon=True).start()
+    threading.Thread(target=importlib.import_module, args=("mvp_core.train.loss",), daemon=True).start()
 
 
 def right_for(choices: list[tuple[str, str]], left: str | None, right: str | None) -> str:

@@ -107,8 +107,8 @@ class EvalHandlers:
     def load(self, request: gr.Request):
         """[run, set, status, timer]: runs with a model, the newest set, the jobs."""
         with guard(self.ctx, request, PAGE):
-            from db.runs import list_runs, sync_runs
-            from db.sets import list_sets
+            from db.runs.index import list_runs, sync_runs
+            from db.sets.curated import list_sets
             sync_runs(self.ctx.Session, self.ctx.data_dir)
             with self.ctx.Session() as s:
                 runs = [r for r in list_runs(s) if r["model_path"]]
@@ -122,7 +122,7 @@ class EvalHandlers:
         """[checkpoint, max new tokens]: the run's checkpoints (newest chosen), its completion length."""
         with guard(self.ctx, request, PAGE):
             from db.models.runs import Run
-            from db.runs import checkpoint_choices
+            from db.runs.index import checkpoint_choices
             if not run_id:
                 return gr.update(choices=[], value=None), gr.skip()
             with self.ctx.Session() as s:
@@ -133,7 +133,7 @@ class EvalHandlers:
 
     def on_set(self, set_name, request: gr.Request):
         with guard(self.ctx, request, PAGE):
-            from db.rollout_views import set_splits
+            from db.runs.rollout_views import set_splits
             if not set_name:
                 return gr.update(choices=[], value=None)
             with self.ctx.Session() as s:

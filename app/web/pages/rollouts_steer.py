@@ -10,7 +10,7 @@ from pathlib import Path
 import gradio as gr
 
 from app.web.common import WebContext, esc, guard, msg_html
-from db import rollout_views as rd
+from db.runs import rollout_views as rd
 from mvp_core.errors import UserError
 
 PAGE = "rollouts"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from app.web.common import esc
 from app.web.files import frame_url
 from app.web.pages.curate_view import filmstrip_html
-from db import rollout_views as rd
+from db.runs import rollout_views as rd
 from mvp_core.puzzle import Puzzle
 
 from mvp_core.reward import split_completion

@@ -101,8 +101,8 @@ def _ci(v, ci) -> str:
 def human_html(ctx: WebContext) -> str:
     """The verdict count (the one definition), humans beside the shortcut solvers and the model, the
     human baseline per video, and the puzzles humans fail (possibly ambiguous)."""
-    from db.baselines import compare
-    from db.human import per_video, possibly_ambiguous
+    from db.runs.baselines import compare
+    from db.review.human import per_video, possibly_ambiguous
     from db.review import progress
     with ctx.Session() as s:
         prog = progress(s)

@@ -1,4 +1,4 @@
-"""Eval results per checkpoint (stored `mvp eval` reports, db/evaluations.py) for the Stats and
+"""Eval results per checkpoint (stored `mvp eval` reports, db/runs/evaluations.py) for the Stats and
 Rollouts pages: exact match and mean reward of each run checkpoint with 95% bootstrap intervals,
 beside chance and the shortcut solvers on the same puzzles, by distractor kind and by hardness,
 and plotted against the checkpoint's step (baselines dashed)."""
@@ -26,10 +26,10 @@ def bootstrap_ci(values: list[float], n: int = 1000, seed: int = 0) -> tuple[flo
 
 
 def load(Session) -> tuple[list[dict], dict[str, dict]]:
-    """The stored evals, and the curators' blind answers on each evaluated set split (db/human.py):
+    """The stored evals, and the curators' blind answers on each evaluated set split (db/review/human.py):
     read now, so humans who answer after an eval still appear beside it."""
-    from db.evaluations import list_evaluations
-    from db.human import human_baseline
+    from db.runs.evaluations import list_evaluations
+    from db.review.human import human_baseline
     from mvp_core.errors import UserError
     with Session() as s:
         evals = list_evaluations(s)

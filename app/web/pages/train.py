@@ -30,7 +30,7 @@ FORM_KEYS = ("reward", "max_steps", "save_steps", "num_generations", "learning_r
 
 def default_yaml() -> str:
     """configs/web.yaml resolved, every key with its documentation (the form overrides the top keys)."""
-    from mvp_core.grpo.config import documented_yaml, load_config
+    from mvp_core.train.config import documented_yaml, load_config
     return documented_yaml(load_config(train_jobs.DEFAULT_CONFIG))
 
 
@@ -38,7 +38,7 @@ def sft_yaml() -> str:
     """configs/web-sft.yaml resolved, every SFT key with its description."""
     import yaml
 
-    from mvp_core.grpo.sft_config import SFTConfig, load_sft_config
+    from mvp_core.train.sft_config import SFTConfig, load_sft_config
     cfg = load_sft_config(train_jobs.SFT_CONFIG)
     lines = []
     for name, f in SFTConfig.model_fields.items():
@@ -50,10 +50,10 @@ def sft_yaml() -> str:
 def defaults(trainer: str = "grpo") -> dict:
     """The form's values: configs/web.yaml (GRPO) or configs/web-sft.yaml (SFT: no GRPO-only keys)."""
     if trainer == "sft":
-        from mvp_core.grpo.sft_config import load_sft_config
+        from mvp_core.train.sft_config import load_sft_config
         cfg = load_sft_config(train_jobs.SFT_CONFIG)
         return {k: getattr(cfg, k, None) for k in FORM_KEYS}
-    from mvp_core.grpo.config import load_config
+    from mvp_core.train.config import load_config
     cfg = load_config(train_jobs.DEFAULT_CONFIG)
     return {k: getattr(cfg, k) for k in FORM_KEYS}
 
@@ -67,7 +67,7 @@ def sft_available() -> bool:
 
 
 def set_choices(ctx: WebContext) -> list[str]:
-    from db.sets import list_sets
+    from db.sets.curated import list_sets
     with ctx.Session() as s:
         return [x["name"] for x in list_sets(s)]
 
@@ -140,7 +140,7 @@ def log_html(text: str) -> str:
 
 
 def snapshot(ctx: WebContext) -> list:
-    from mvp_core.grpo.rundir import read_metrics
+    from mvp_core.train.rundir import read_metrics
     job = train_jobs.active(ctx.data_dir)
     rows = read_metrics(job["run_dir"]) if job else []
     tail = train_jobs.log_tail(job["run_dir"]) if job else ""
@@ -191,7 +191,7 @@ def _source_row() -> dict:
 def _settings_row(d: dict) -> dict:
     """The main settings (FORM_KEYS). Numbers are checked by the handler, not rounded by Gradio: a
     NaN sent to an integer field would fail inside Gradio with a raw message."""
-    from mvp_core.grpo.config import LOSS_TYPES, REWARDS
+    from mvp_core.train.config import LOSS_TYPES, REWARDS
 
     def num(key, label, elem):
         return gr.Number(label=label, value=d[key], elem_id=elem, interactive=False)
@@ -241,7 +241,7 @@ class TrainHandlers:
         """The form (the active run's settings, else the defaults), the full config and the live view.
         The form and Launch are read-only until this returns (common.filled says why)."""
         with guard(self.ctx, request, PAGE):
-            from db.runs import sync_runs
+            from db.runs.index import sync_runs
             sync_runs(self.ctx.Session, self.ctx.data_dir)
             sets, models = set_choices(self.ctx), model_choices(self.ctx)
             cur = job_settings(train_jobs.active(self.ctx.data_dir)) or {}
@@ -274,7 +274,7 @@ class TrainHandlers:
         with guard(self.ctx, request, PAGE):
             text = train_jobs.stop(self.ctx.data_dir, user=request.username,
                                    role=self.ctx.auth.role_of(request.username))
-            from db.runs import sync_runs
+            from db.runs.index import sync_runs
             sync_runs(self.ctx.Session, self.ctx.data_dir)
             return [msg_html(text), *snapshot(self.ctx)]
 

@@ -1,4 +1,4 @@
-"""The Train page's lower half: every past training run (indexed from DATA/runs/, db/runs.py) in a
+"""The Train page's lower half: every past training run (indexed from DATA/runs/, db/runs/index.py) in a
 table, their training-reward and held-out eval-reward curves overlaid, and one run's sampled
 completions per step (the run's completions/step_N.parquet) with each reward term and advantage."""
 from __future__ import annotations
@@ -22,8 +22,8 @@ class RunsSection:
 
 
 def past_runs(ctx: WebContext) -> list[dict]:
-    from db.runs import TRAIN_KINDS, list_runs
-    from mvp_core.grpo.rundir import read_metrics
+    from db.runs.index import TRAIN_KINDS, list_runs
+    from mvp_core.train.rundir import read_metrics
     with ctx.Session() as s:
         runs = list_runs(s, TRAIN_KINDS)
     for r in runs:
@@ -101,7 +101,7 @@ def build_runs_section(ctx: WebContext) -> RunsSection:
 
     def load(request: gr.Request):
         with guard(ctx, request, PAGE):
-            from db.runs import sync_runs
+            from db.runs.index import sync_runs
             sync_runs(ctx.Session, ctx.data_dir)
             runs = past_runs(ctx)
             ids = [r["id"] for r in runs]

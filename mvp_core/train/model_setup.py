@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from mvp_core.errors import UserError
-from mvp_core.grpo.config import GRPOConfig
+from mvp_core.train.config import GRPOConfig
 
 # LoRA adapts the language model only: the vision tower's MLP shares the names gate/up/down_proj,
 # so target modules are matched with a regex that excludes anything under `visual`.

@@ -2,7 +2,7 @@
 
 Sessions: the browser holds a random token; the table holds its sha256, the user and the expiry. Every
 request looks the token up (a primary-key read), so logout, a password change or a role change
-(`db.users`) ends the session in every server process at once.
+(`db.users.accounts`) ends the session in every server process at once.
 
 Throttle: before a password is checked, the attempt is recorded against each of its keys (the user
 name, the client address) in the same transaction that counts the recent attempts; an attempt over the

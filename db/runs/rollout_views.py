@@ -5,7 +5,7 @@ A *source* is one model version's answers: the key "RUN_ID|CKPT" with CKPT "base
 starting model, checkpoint NULL) or a checkpoint id, so any two checkpoints (of one run or of two)
 can be put side by side. A group is shown against the record the model actually saw: the set's
 re-lettered record named by the answers (or the run), else the puzzle's own record. The advantage
-is the training formula (mvp_core.grpo.loss.group_advantage_list), stored or computed."""
+is the training formula (mvp_core.train.loss.group_advantage_list), stored or computed."""
 from __future__ import annotations
 
 import json
@@ -109,7 +109,7 @@ def puzzles(s: Session, key: str, video_id: str) -> list[PuzzleSummary]:
         groups.setdefault(pid, []).append(float(total))
     import torch  # with the training code: imported when a page asks, not with the app
 
-    from mvp_core.grpo.loss import group_advantages
+    from mvp_core.train.loss import group_advantages
     out = []
     for pid, totals in groups.items():
         # the std training divides by (Bessel-corrected; 0 for a group of one)
@@ -140,7 +140,7 @@ def group(s: Session, key: str, puzzle_id: str) -> list[dict]:
     """The answers, in sample order, with each reward term and the advantage: the stored one (the
     trainer's formula, written by `mvp rollout`), else the one training computes for this group
     (`group_advantage_list`), marked."""
-    from mvp_core.grpo.loss import group_advantage_list  # torch: imported when a page asks
+    from mvp_core.train.loss import group_advantage_list  # torch: imported when a page asks
     src = parse_source(key)
     if src is None:
         return []
@@ -168,5 +168,5 @@ def fooled(record: dict, answers: list[dict]) -> list[dict]:
 
 def set_splits(s: Session, set_name: str) -> list[str]:
     """The splits a frozen set's records carry (empty when it was frozen without splits)."""
-    from db.sets import load_set
+    from db.sets.curated import load_set
     return sorted({str(r["split"]) for r in load_set(s, set_name) if r.get("split")})

@@ -1,6 +1,6 @@
 """The one writer of puzzle rows: a puzzle record (docs/ARCHITECTURE.md, "Puzzle record") becomes its
 `videos` row (once per video), its `puzzles` row (with the canonical JSON kept byte for byte) and
-one `options` row per option. Synthesis (db/synth_store.py) and imports (db/importer.py) both
+one `options` row per option. Synthesis (db/puzzles/synth_store.py) and imports (db/sets/importer.py) both
 write through here; the caller owns the transaction."""
 from __future__ import annotations
 

@@ -101,7 +101,7 @@ class GRPOConfig(DocumentedConfig):
         "Resize bound per image / video frame in pixels; 0 = the processor's default. Visual tokens per "
         "image ~ pixels / 784."))
 
-    # ---- held-out evaluation (mvp_core/grpo/heldout.py) ----------------------------------------
+    # ---- held-out evaluation (mvp_core/train/heldout.py) ----------------------------------------
     eval_puzzles: str = Field("", description="Held-out puzzles.jsonl (videos not trained on); empty = none.")
     eval_data_dir: str = Field("", description="Frame directory of eval_puzzles; empty = its file's directory.")
     eval_split: str = Field("", description="Use only eval_puzzles records of this split (e.g. val); empty = all.")

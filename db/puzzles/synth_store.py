@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from db.models import Puzzle, SynthFile, Video
-from db.puzzle_rows import add_puzzle, add_video
+from db.puzzles.rows import add_puzzle, add_video
 from mvp_core.synth.job import VideoResult
 
 

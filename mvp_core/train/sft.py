@@ -21,15 +21,15 @@ import time
 
 import torch
 
-from mvp_core.grpo import batching, checkpoint
-from mvp_core.grpo import distributed as D
-from mvp_core.grpo.data import PuzzleSet
-from mvp_core.grpo.heldout import HeldOut
-from mvp_core.grpo.loop import StopFlag, checkpoint_due, eval_due, finish
-from mvp_core.grpo.loss import selective_log_softmax
-from mvp_core.grpo.model_setup import load_model, make_optimizer, optimizer_step, resume_schedule, use_bf16
-from mvp_core.grpo.rundir import RunDir
-from mvp_core.grpo.sft_config import SFTConfig
+from mvp_core.train import batching, checkpoint
+from mvp_core.train import distributed as D
+from mvp_core.train.data import PuzzleSet
+from mvp_core.train.heldout import HeldOut
+from mvp_core.train.loop import StopFlag, checkpoint_due, eval_due, finish
+from mvp_core.train.loss import selective_log_softmax
+from mvp_core.train.model_setup import load_model, make_optimizer, optimizer_step, resume_schedule, use_bf16
+from mvp_core.train.rundir import RunDir
+from mvp_core.train.sft_config import SFTConfig
 
 SFT_METRIC_FIELDS = ("step", "loss", "token_accuracy", "grad_norm", "lr", "step_s", "samples_per_s",
                      "tokens_per_s", "completion_length", "epoch", "time")

@@ -1,6 +1,6 @@
 """Store rollout answers (`mvp rollout`) in the database: one `Rollout` row per answer, under a run
 of its own (`mvp rollout --model PATH`) or under an indexed training run's checkpoint
-(`mvp rollout --run RUN --checkpoint C`, `RolloutStore.for_checkpoint`; db/runs.py).
+(`mvp rollout --run RUN --checkpoint C`, `RolloutStore.for_checkpoint`; db/runs/index.py).
 
 Resumable: `done_keys()` lists the (puzzle, sample) pairs already stored for the run's base model
 (checkpoint NULL), and `add()` skips those keys explicitly, since SQL's unique key treats NULL
@@ -44,7 +44,7 @@ class RolloutStore:
                     run.status = "running"
                 s.flush()
                 if records:
-                    from db.importer import store_records
+                    from db.sets.importer import store_records
                     store_records(s, records)
                 ckpt = None
                 if checkpoint_step is not None:

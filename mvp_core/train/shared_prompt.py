@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from mvp_core.grpo import batching
+from mvp_core.train import batching
 
 _VISUAL = ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw", "second_per_grid_ts")
 

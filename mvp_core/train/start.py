@@ -8,14 +8,14 @@ from dataclasses import dataclass
 
 import torch
 
-from mvp_core.grpo import checkpoint
-from mvp_core.grpo import distributed as D
-from mvp_core.grpo.config import GRPOConfig
-from mvp_core.grpo.data import PuzzleSet
-from mvp_core.grpo.heldout import HeldOut
-from mvp_core.grpo.model_setup import load_model, make_optimizer, reference_model, resume_schedule, use_bf16
-from mvp_core.grpo.rundir import RunDir
-from mvp_core.grpo.runlog import RunLogger
+from mvp_core.train import checkpoint
+from mvp_core.train import distributed as D
+from mvp_core.train.config import GRPOConfig
+from mvp_core.train.data import PuzzleSet
+from mvp_core.train.heldout import HeldOut
+from mvp_core.train.model_setup import load_model, make_optimizer, reference_model, resume_schedule, use_bf16
+from mvp_core.train.rundir import RunDir
+from mvp_core.train.runlog import RunLogger
 
 
 def open_run(cfg: GRPOConfig, info: D.DistInfo, resume: bool) -> RunDir:

@@ -1,6 +1,6 @@
 """Humans beside the model and the shortcut solvers, on the same puzzles.
 
-`compare` takes the puzzles curators have answered (`db.human`), and scores on exactly those: the
+`compare` takes the puzzles curators have answered (`db.review.human`), and scores on exactly those: the
 curators' mean, each shortcut solver of the audit (`mvp_core.synth.audit`), chance, and every stored
 model run / checkpoint that has rollouts on them. Each row is a mean over puzzles (a puzzle weighs
 the same whatever its number of answers or samples) with a 95% bootstrap interval, so the Stats page
@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from db.chunks import in_chunks
-from db.human import bootstrap_ci, per_puzzle
+from db.review.human import bootstrap_ci, per_puzzle
 from db.models import Puzzle as PuzzleRow
 from db.models.runs import Checkpoint, Rollout
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from mvp_core.errors import UserError
-from mvp_core.grpo.config import GRPOConfig, to_yaml
-from mvp_core.grpo.rundir import file_sha256
+from mvp_core.train.config import GRPOConfig, to_yaml
+from mvp_core.train.rundir import file_sha256
 from mvp_core.puzzle import read_puzzles_jsonl
 
 # Encoded puzzles kept in memory, by size: a set that fits is decoded and resized once per run, not

@@ -1,6 +1,6 @@
 """The database's index of training runs (`mvp train`, `mvp sft`) and their checkpoints.
 
-The run directory is the source of truth (mvp_core/grpo/rundir.py: config.yaml, status.json,
+The run directory is the source of truth (mvp_core/train/rundir.py: config.yaml, status.json,
 checkpoints/step_N/); `index_run` copies what the UI needs into `runs` / `checkpoints` rows and is
 idempotent, so the app re-syncs DATA/runs/ whenever a page lists runs (`sync_runs`). A checkpoint
 deleted from disk (save_total_limit) keeps its row while answers reference it, else the row goes.
@@ -28,7 +28,7 @@ def read_run_dir(path: str | Path) -> dict | None:
     """What a run directory says about itself; None when it holds no run (no config.yaml yet, and
     no launch.yaml either: the web app writes that one before the trainer starts)."""
     from mvp_core.config import load_yaml_mapping
-    from mvp_core.grpo.rundir import read_status
+    from mvp_core.train.rundir import read_status
     d = Path(path).resolve()
     cfg_file = d / "config.yaml" if (d / "config.yaml").is_file() else d / "launch.yaml"
     try:

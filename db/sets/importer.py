@@ -1,7 +1,7 @@
 """Puzzle records into the database, and a jsonl set export back in as the same set (same hash).
 
 `store_records` writes videos, puzzles and options from puzzle records (skipping ids already
-present) through the one row writer, db/puzzle_rows.py; it serves imports and tests."""
+present) through the one row writer, db/puzzles/rows.py; it serves imports and tests."""
 from __future__ import annotations
 
 import json
@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session
 
 from db.chunks import in_chunks
 from db.models import Puzzle, Video
-from db.puzzle_rows import add_puzzle, add_video
-from db.sets import content_hash, store_set
+from db.puzzles.rows import add_puzzle, add_video
+from db.sets.curated import content_hash, store_set
 from db.txn import run_txn
 from mvp_core.errors import UserError
 from mvp_core.jsonl import read_jsonl, read_user_text

@@ -9,9 +9,9 @@ import time
 
 import torch
 
-from mvp_core.grpo import distributed as D
-from mvp_core.grpo.rewards import TERMS
-from mvp_core.grpo.rundir import RunDir
+from mvp_core.train import distributed as D
+from mvp_core.train.rewards import TERMS
+from mvp_core.train.rundir import RunDir
 
 
 class RunLogger:

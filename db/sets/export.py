@@ -19,8 +19,8 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
-from db.importer import MANIFEST, RECORDS, copy_frames
-from db.sets import get_set, set_lines, set_summary, write_lines
+from db.sets.importer import MANIFEST, RECORDS, copy_frames
+from db.sets.curated import get_set, set_lines, set_summary, write_lines
 from mvp_core.errors import UserError
 
 FORMATS = ("jsonl", "hf", "video-r1")

@@ -20,16 +20,16 @@ from dataclasses import dataclass
 
 import torch
 
-from mvp_core.grpo import batching, checkpoint, rewards, shared_prompt
-from mvp_core.grpo import distributed as D
-from mvp_core.grpo.config import GRPOConfig
-from mvp_core.grpo.data import PuzzleSet
-from mvp_core.grpo.heldout import HeldOut
-from mvp_core.grpo.loss import entropy_from_logits, group_advantages, grpo_loss, selective_log_softmax
-from mvp_core.grpo.model_setup import optimizer_step
-from mvp_core.grpo.rundir import RunDir
-from mvp_core.grpo.runlog import RunLogger, step_metrics
-from mvp_core.grpo.start import Trainer, build_trainer, heldout_for, log_setup, mark_running, open_run, start_point
+from mvp_core.train import batching, checkpoint, rewards, shared_prompt
+from mvp_core.train import distributed as D
+from mvp_core.train.config import GRPOConfig
+from mvp_core.train.data import PuzzleSet
+from mvp_core.train.heldout import HeldOut
+from mvp_core.train.loss import entropy_from_logits, group_advantages, grpo_loss, selective_log_softmax
+from mvp_core.train.model_setup import optimizer_step
+from mvp_core.train.rundir import RunDir
+from mvp_core.train.runlog import RunLogger, step_metrics
+from mvp_core.train.start import Trainer, build_trainer, heldout_for, log_setup, mark_running, open_run, start_point
 from mvp_core.model.sampler import SamplerSettings, placeholder_token_ids, sample
 
 
