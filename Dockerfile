@@ -29,15 +29,15 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3.11 python3.11-venv libgl1 libglib2.0-0 \
  && rm -rf /var/lib/apt/lists/*
 
-RUN python3.11 -m venv /opt/venv
-ENV PATH=/opt/venv/bin:$PATH
-
 WORKDIR /app
-# Dependencies first, so a code change does not reinstall torch.
-COPY requirements.txt ./
-RUN pip install --upgrade pip && pip install -r requirements.txt
-
-COPY pyproject.toml README.md ./
+ENV PATH=/opt/venv/bin:$PATH
+# The same setup as the README's commands (scripts/setup_env.sh runtime, the same pins), run first with the
+# dependency files alone so a code change does not reinstall torch; then again with the code (the
+# editable install of the project itself).
+COPY requirements.txt requirements-dev.txt pyproject.toml setup.py README.md ./
+COPY scripts/setup_env.sh ./scripts/
+RUN mkdir -p app db mvp_core static configs assets && VENV=/opt/venv PYTHON=python3.11 scripts/setup_env.sh runtime \
+ && rm -f /opt/venv/.installed-*
 COPY app ./app
 COPY db ./db
 COPY mvp_core ./mvp_core
@@ -46,7 +46,7 @@ COPY scripts ./scripts
 # the Train page's default configs (app/web/jobs.py) and the shipped SFT warm start (assets/clock-sft)
 COPY configs ./configs
 COPY assets ./assets
-RUN pip install --no-deps -e .
+RUN VENV=/opt/venv PYTHON=python3.11 scripts/setup_env.sh runtime
 
 # Run as an unprivileged user; only /data is writable.
 RUN useradd --create-home --uid 1000 mvp && mkdir -p /data && chown mvp:mvp /data

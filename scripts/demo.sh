@@ -3,7 +3,8 @@
 # Extra arguments go to `mvp demo` (e.g. --no-serve to prepare only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup_env.sh runtime
+V="${VENV:-.venv}"   # CI: VENV=.venv-runtime, an environment with the runtime requirements only
+VENV="$V" scripts/setup_env.sh runtime
 DATA="${MVP_DATA_DIR:-$PWD/data/demo}"
 if [ -e "$DATA" ] && [ ! -d "$DATA" ]; then
   echo "error: the data directory $DATA exists and is not a directory (set MVP_DATA_DIR to another path)" >&2
@@ -13,16 +14,16 @@ mkdir -p "$DATA/videos"
 # One demo per data directory: two at once would train into the same run and race on the sample cache.
 # The lock is on fd 9, inherited by every step and by the server (exec below), released when the last exits.
 exec 9>>"$DATA/.demo.lock"
-if ! .venv/bin/python -c 'import fcntl; fcntl.flock(9, fcntl.LOCK_EX | fcntl.LOCK_NB)' 2>/dev/null; then
+if ! "$V"/bin/python -c 'import fcntl; fcntl.flock(9, fcntl.LOCK_EX | fcntl.LOCK_NB)' 2>/dev/null; then
   echo "error: another demo is running on $DATA (it holds $DATA/.demo.lock); wait for it or set MVP_DATA_DIR" >&2
   exit 2
 fi
 case " $* " in
   *" --no-serve "*) ;;
-  *) .venv/bin/python -m app.cli.serve 127.0.0.1 "${PORT:-7860}" ;;   # a taken port: say so now, not after minutes of work
+  *) "$V"/bin/python -m app.cli.serve 127.0.0.1 "${PORT:-7860}" ;;   # a taken port: say so now, not after minutes of work
 esac
-.venv/bin/python scripts/sample_videos.py "$DATA/videos"
-.venv/bin/mvp synth "$DATA/videos" --data "$DATA" --per-video 4 --workers 2
-.venv/bin/mvp audit --data "$DATA" --json "$DATA/audit.json"   # prints the table; the JSON goes to the file
+"$V"/bin/python scripts/sample_videos.py "$DATA/videos"
+"$V"/bin/mvp synth "$DATA/videos" --data "$DATA" --per-video 4 --workers 2
+"$V"/bin/mvp audit --data "$DATA" --json "$DATA/audit.json"   # prints the table; the JSON goes to the file
 # demo login (printed), tiny random-weight model rollouts, then the app on http://127.0.0.1:7860
-exec .venv/bin/mvp demo --data "$DATA" --host 127.0.0.1 --port "${PORT:-7860}" "$@"
+exec "$V"/bin/mvp demo --data "$DATA" --host 127.0.0.1 --port "${PORT:-7860}" "$@"

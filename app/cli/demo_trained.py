@@ -21,12 +21,13 @@ import sys
 import time
 from pathlib import Path
 
+from mvp_core import resources
 from mvp_core.errors import UserError
 from mvp_core.train.rundir import RunDir, atomic_write, read_status
 
 SFT_RUN, GRPO_RUN, BASE_RUN = "demo-sft-warm-start", "demo-grpo-from-warm-start", "demo-untrained-base"
 ROOT = Path(__file__).resolve().parents[2]
-WARM_START = ROOT / "assets" / "clock-sft"     # `mvp sft` on seed-0 clock videos (its MODEL_CARD.md)
+WARM_START = resources.warm_start()     # `mvp sft` on seed-0 clock videos (its MODEL_CARD.md)
 VIDEO_SEED = 1                                 # not seed 0: every demo video is new to the warm start
 DISTRACTORS = 3                                # 5 options: a shape the warm start never trained on
 GRPO_STEPS = 60
@@ -112,7 +113,7 @@ def prepare(data: Path, url: str, minutes: float, n_videos: int = 100) -> tuple[
               "runs once", flush=True)
         # the adapt recipe's GRPO (configs/proof-grpo.yaml: 4 puzzles x G=8, lr 1e-4, vision frozen),
         # fewer steps: its held-out reward rises by ~0.15 within 60 (docs/BENCHMARKS.md)
-        _mvp("train", ROOT / "configs/proof-grpo.yaml", f"model={WARM_START}", f"puzzles={train}",
+        _mvp("train", resources.config("proof-grpo.yaml"), f"model={WARM_START}", f"puzzles={train}",
              f"data_dir={data}", f"output_dir={run}", f"eval_puzzles={heldout}", f"eval_data_dir={data}",
              f"max_steps={GRPO_STEPS}", "save_steps=20", "eval_steps=20", "eval_limit=24",
              *(["--resume"] if (run / "config.yaml").is_file() else []), deadline=time.time() + 60 * minutes)

@@ -22,11 +22,12 @@ from pathlib import Path
 
 import psutil
 
+from mvp_core import resources
 from mvp_core.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]   # the repository root
-DEFAULT_CONFIG = ROOT / "configs" / "web.yaml"   # trains on the real MVP reward
-SFT_CONFIG = ROOT / "configs" / "web-sft.yaml"
+DEFAULT_CONFIG = resources.config("web.yaml")   # trains on the real MVP reward
+SFT_CONFIG = resources.config("web-sft.yaml")
 KINDS = ("train", "rollout", "eval", "synth")
 # Stop: SIGTERM, then SIGKILL after this long. A trainer saves its checkpoint between steps; one stuck
 # in a long generation (or ignoring SIGTERM) is killed, so Stop always ends a run within seconds.

@@ -18,11 +18,12 @@ from fastapi import FastAPI, Form, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
+from mvp_core import resources
 from app.web.auth import COOKIE, PAGE_ROLES, SESSION_TTL_S, Auth
 from app.web.common import WebContext
 
 ROOT = Path(__file__).resolve().parents[2]   # the repository (app/web/server.py -> ../..)
-STATIC_DIR = ROOT / "static"
+STATIC_DIR = resources.folder("static")
 CSRF_COOKIE = "mvp_login_csrf"
 MAX_NAME_FIELD = 200                 # login form: longer user names are refused before any check
 MAX_NEXT = 2000                      # a longer `next` is dropped (the login goes to "/")
