@@ -23,7 +23,7 @@ case " $* " in
   *) "$V"/bin/python -m app.cli.serve 127.0.0.1 "${PORT:-7860}" ;;   # a taken port: say so now, not after minutes of work
 esac
 "$V"/bin/python scripts/sample_videos.py "$DATA/videos"
-"$V"/bin/mvp synth "$DATA/videos" --data "$DATA" --per-video 4 --workers 2
+"$V"/bin/mvp synth "$DATA/videos" --data "$DATA" --per-video 4 --workers 2 --adapt
 "$V"/bin/mvp audit --data "$DATA" --json "$DATA/audit.json"   # prints the table; the JSON goes to the file
 # demo login (printed), tiny random-weight model rollouts, then the app on http://127.0.0.1:7860
 exec "$V"/bin/mvp demo --data "$DATA" --host 127.0.0.1 --port "${PORT:-7860}" "$@"

@@ -20,6 +20,8 @@ def register(sub) -> None:
     p.add_argument("--kappa", type=float, default=None, help="near-duplicate similarity threshold (default: the embedder's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tail", action="store_true", help="allow masking the tail (future prediction)")
+    p.add_argument("--adapt", action="store_true",
+                   help="a video with no puzzle at N and l tries smaller shapes (guard unchanged; SynthConfig.adapt)")
     p.add_argument("--hardness", choices=["hard", "random"], default="hard", help="distractor choice")
     p.add_argument("--embedder", default="pixel", help="'pixel' or 'clip:/local/clip/dir'")
     p.add_argument("--max-side", type=int, default=640, help="stored frames' longest side in pixels")
@@ -82,7 +84,7 @@ def _config(args, check_embedder: bool = True):
     from mvp_core.synth.embed import EmbedderSpec
     cfg = SynthConfig.from_values({
         "fps": args.fps, "n": args.n, "m": args.m, "l": args.l, "kappa": args.kappa, "per_video": args.per_video,
-        "seed": args.seed, "tail": args.tail, "hardness": args.hardness,
+        "seed": args.seed, "tail": args.tail, "adapt": args.adapt, "hardness": args.hardness,
         "embedder": str(EmbedderSpec.parse(args.embedder)), "max_side": args.max_side,
         "max_overlap": args.max_overlap, "cross_video": args.cross_video})
     if check_embedder and cfg.embedder.startswith("clip:"):

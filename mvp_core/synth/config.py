@@ -28,6 +28,10 @@ class SynthConfig(DocumentedConfig):
     per_video: int = Field(3, ge=1, le=10_000, description="K: puzzles per video, from different start times.")
     seed: int = Field(0, ge=0, le=2**63 - 1, description="Seed of the start times, masks and distractor draws.")
     tail: bool = Field(False, description="Allow masking the last m frames (future prediction).")
+    adapt: bool = Field(False, description=(
+        "When a video gives no puzzle at N and l, try smaller shapes (N down to m + 2, then l down to 2) "
+        "with the ambiguity guard unchanged; the puzzle's params record the shape used. Off: the skip "
+        "reason names the shape that would admit the video."))
     hardness: Literal["hard", "random"] = Field("hard", description=(
         "Distractor choice: hard (the most similar allowed neighbours) or random (uniform from the video)."))
     embedder: str = Field("pixel", description="Frame embedder: 'pixel' or 'clip:/local/clip/dir'.")

@@ -102,6 +102,15 @@ def process_video(path: str, cfg: SynthConfig, data_dir: str, progress: Progress
     return res
 
 
+def smaller_shapes(cfg: SynthConfig) -> list[SynthConfig]:
+    """The shapes `adapt` tries after (N, l), nearest first (fewest frames given up; at a tie, N kept):
+    N down to m + 2 (one context frame each side of the gap), l down to 2. The guard is not loosened."""
+    lo_n = cfg.m + (1 if cfg.tail else 2)
+    shapes = [(n, l) for n in range(cfg.n, lo_n - 1, -1) for l in range(cfg.l, 1, -1) if (n, l) != (cfg.n, cfg.l)]
+    shapes.sort(key=lambda s: ((cfg.n - s[0]) + (cfg.l - s[1]), cfg.n - s[0]))
+    return [cfg.model_copy(update={"n": n, "l": l}) for n, l in shapes]
+
+
 def _process(path: Path, cfg: SynthConfig, data_dir: str, progress: Progress) -> VideoResult:
     check_file(path)
     sha = file_sha256(path)
@@ -120,18 +129,34 @@ def _process(path: Path, cfg: SynthConfig, data_dir: str, progress: Progress) ->
         raise VideoError("no decodable frames")
     if flat.all():
         raise VideoError(f"all {len(all_times)} sampled frames are flat (one colour, no picture)")
-    for fps in rates:  # the slowest rate that gives a puzzle: faster sampling makes continuity easier
-        grid = pick_indices(np.asarray(all_times), sample_times(all_times[-1] + 1.0 / rates[-1], fps))
-        keep = [i for i in grid if not flat[i]]
-        layouts, reason = plan_puzzles(all_E[keep], cfg, kappa, seed)
-        if layouts:
-            break
+    def plan_at(shape: SynthConfig):
+        for fps in rates:  # the slowest rate that gives a puzzle: faster sampling makes continuity easier
+            grid = pick_indices(np.asarray(all_times), sample_times(all_times[-1] + 1.0 / rates[-1], fps))
+            keep = [i for i in grid if not flat[i]]
+            layouts, reason = plan_puzzles(all_E[keep], shape, kappa, seed)
+            if layouts:
+                break
+        return fps, grid, keep, layouts, reason
+
+    fps, grid, keep, layouts, reason = plan_at(cfg)
+    admitting = None
+    if not layouts:
+        for shape in smaller_shapes(cfg):
+            if plan_at(shape)[3]:
+                admitting = shape
+                break
+        if admitting is not None and cfg.adapt:
+            cfg = admitting
+            fps, grid, keep, layouts, reason = plan_at(cfg)
     n_flat = len(grid) - len(keep)
     times, jpegs = [all_times[i] for i in keep], [all_jpegs[i] for i in keep]
     if not layouts:
         found = count_keyframes(all_E[keep], kappa)
+        hint = (f"; --n {admitting.n} --l {admitting.l} (or --adapt) would admit it" if admitting is not None
+                else "; no shape down to N=m+2, l=2 passes the guard")
         raise VideoError(f"{reason}; {len(keep)} frames sampled at {fps:.3g} fps"
-                         + (f" ({n_flat} flat dropped)" if n_flat else "") + f", {found} distinct keyframes found")
+                         + (f" ({n_flat} flat dropped)" if n_flat else "") + f", {found} distinct keyframes found"
+                         + hint)
     # the container's duration, unless it is unknown or hours past the last frame (a wrapped timestamp)
     duration = meta.duration_s if 0 < meta.duration_s <= all_times[-1] + MAX_GAP_S else times[-1]
     video = VideoInfo(id=sha[:16], path=str(path), sha256=sha, fps=round(native, 4),
