@@ -12,7 +12,8 @@ import pytest
 from app.cli import main
 from mvp_core.puzzle import Puzzle, VideoInfo
 from mvp_core.reward import score_prediction
-from mvp_core.synth.audit import SOLVERS, FeatureCache, audit, bootstrap_ci, chance_exact, guard_check
+from mvp_core.stats.bootstrap import ci
+from mvp_core.synth.audit import SOLVERS, FeatureCache, audit, chance_exact, guard_check
 from mvp_core.video.frames import FrameStore
 
 pytestmark = pytest.mark.slow
@@ -112,9 +113,10 @@ def test_context_match_solver_and_guard_check_see_a_copied_context_frame(hard_an
 
 
 def test_bootstrap_interval():
-    lo, hi = bootstrap_ci([0.0] * 80 + [1.0] * 20)
+    """The audit's intervals come from the one bootstrap; 100 puzzles of 100 videos: the textbook interval."""
+    lo, hi = ci([0.0] * 80 + [1.0] * 20, list(range(100)))
     assert 0.1 < lo < 0.2 < hi < 0.3
-    assert bootstrap_ci([1.0, 1.0]) == (1.0, 1.0)
+    assert ci([1.0, 1.0], ["a", "b"]) == (1.0, 1.0)
 
 
 def test_random_solver_matches_analytic_chance(hard_and_random):

@@ -8,6 +8,7 @@ import sys
 import sysconfig
 import time
 import urllib.request
+import zipfile
 from pathlib import Path
 
 from fixtures_web import free_port
@@ -25,6 +26,16 @@ def test_the_wheel_serves_from_a_fresh_environment(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels),
                     str(ROOT)], check=True, capture_output=True)
     (wheel,) = wheels.glob("mvp_studio-*.whl")
+    # every template, script and style of a code package travels in the wheel (a page package's own files too)
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    for top in ("app", "db", "mvp_core"):
+        for f in (ROOT / top).rglob("*"):
+            if f.suffix in (".html", ".js", ".css"):
+                assert str(f.relative_to(ROOT)) in shipped, f"{f.relative_to(ROOT)} is missing from the wheel"
+    for folder in ("static", "configs"):
+        for f in (ROOT / folder).iterdir():
+            if f.is_file():
+                assert f"mvp_files/{folder}/{f.name}" in shipped, f"{folder}/{f.name} is missing from the wheel"
     env_dir = tmp_path / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
     py = env_dir / "bin" / "python"

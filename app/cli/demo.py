@@ -89,6 +89,15 @@ def handler(args) -> int:
     if not args.no_train:
         from app.cli.demo_trained import store_answers
         store_answers(Session, data, url, args.train_minutes, args.num_generations, args.limit)
+    from app.cli.demo_summary import summary
+    from app.cli.demo_trained import BASE_RUN, GRPO_RUN, OWN_SHAPE_RUN, SFT_RUN
+    print(summary(Session, data, [
+        (DEMO_RUN, "tiny random model, real footage"),
+        (BASE_RUN, "untrained base (clock videos, 5 options)"),
+        (OWN_SHAPE_RUN, "shipped SFT warm start, on its own 4-option shape"),
+        (SFT_RUN, "shipped SFT warm start, on 5 options (a shape it never trained on)"),
+        (GRPO_RUN, "GRPO from the warm start (60 steps on 5 options)"),
+    ], [data / "generated-videos", data / "generated-videos-own-shape"]), flush=True)
     print(f"\ndemo login: user {args.user!r}, password {password!r}  (role admin)", flush=True)
     if args.no_serve:
         return 0

@@ -26,11 +26,13 @@ from mvp_core.errors import UserError
 from mvp_core.train.rundir import RunDir, atomic_write, read_status
 
 SFT_RUN, GRPO_RUN, BASE_RUN = "demo-sft-warm-start", "demo-grpo-from-warm-start", "demo-untrained-base"
+OWN_SHAPE_RUN = "demo-sft-warm-start-own-shape"   # the warm start on the 4-option shape it was trained on
 ROOT = Path(__file__).resolve().parents[2]
 WARM_START = resources.warm_start()     # `mvp sft` on seed-0 clock videos (its MODEL_CARD.md)
 VIDEO_SEED = 1                                 # not seed 0: every demo video is new to the warm start
 DISTRACTORS = 3                                # 5 options: a shape the warm start never trained on
 GRPO_STEPS = 60
+OWN_SHAPE_SEED, OWN_SHAPE_VIDEOS = 2, 20        # new clock videos (not the warm start's seed 0, not VIDEO_SEED's)
 
 
 def _mvp(*args, deadline: float | None = None) -> None:
@@ -125,6 +127,22 @@ def prepare(data: Path, url: str, minutes: float, n_videos: int = 100) -> tuple[
     return latest[1], base, heldout
 
 
+def own_shape_puzzles(data: Path, url: str) -> Path:
+    """Puzzles of the warm start's own shape (4 options: m=2, l=2) from new clock videos: where a newcomer
+    sees it answer correctly (its MODEL_CARD.md)."""
+    out = data / "demo-trained" / "own-shape.jsonl"
+    if out.is_file():
+        return out
+    gen = data / "generated-videos-own-shape"
+    _mvp("make-videos", gen, "--n", OWN_SHAPE_VIDEOS, "--seed", OWN_SHAPE_SEED, "--kinds", "clock")
+    _mvp("synth", gen, "--data", data, "--db", url, "--n", 4, "--m", 2, "--l", 2, "--per-video", 2, "--quiet")
+    recs = [x for x in (data / "puzzles.jsonl").read_text().splitlines()
+            if x.strip() and Path(json.loads(x)["video"]["path"]).resolve().parent == gen.resolve()]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(out, "".join(r + "\n" for r in recs))
+    return out
+
+
 def run_done(Session, run_id: str) -> bool:
     """Whether the rollout run finished: a cut-short run is 'running' or 'stopped' with some answers
     (rerunning `mvp rollout` resumes it, storing only the missing ones)."""
@@ -136,9 +154,12 @@ def run_done(Session, run_id: str) -> bool:
 
 def store_answers(Session, data: Path, url: str, minutes: float, G: int, limit: int) -> None:
     """Stored answers of the warm start, the GRPO checkpoint and the base model on the same held-out puzzles."""
-    have = {r: run_done(Session, r) for r in (SFT_RUN, GRPO_RUN, BASE_RUN)}
+    have = {r: run_done(Session, r) for r in (SFT_RUN, GRPO_RUN, BASE_RUN, OWN_SHAPE_RUN)}
     if all(have.values()):
         return
+    if not have[OWN_SHAPE_RUN]:
+        _mvp("rollout", "--model", WARM_START, "--puzzles", own_shape_puzzles(data, url), "--data", data, "--db", url,
+             "-G", G, "--limit", limit, "--name", OWN_SHAPE_RUN, "--threads", "1", "--max-new-tokens", 64)
     trained, base, heldout = prepare(data, url, minutes)
     # stored last = newest = what the Rollouts page opens on (db/rollout_views.sources): the warm start
     for name, model in ((BASE_RUN, base), (GRPO_RUN, trained), (SFT_RUN, WARM_START)):

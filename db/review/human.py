@@ -24,7 +24,7 @@ from db.models.human import HumanAnswer
 from db.txn import run_txn
 from mvp_core.errors import UserError
 from mvp_core.reward import score_prediction
-from mvp_core.synth.audit import bootstrap_ci
+from mvp_core.stats.bootstrap import ci
 
 AMBIGUOUS_BELOW = 0.5      # a puzzle whose mean human exact match is below this is flagged
 MAX_SECONDS = 24 * 3600.0
@@ -103,10 +103,10 @@ def per_puzzle(session: Session, puzzle_ids: list[str] | None = None) -> list[di
 
 def summarize(rows: list[dict]) -> dict:
     """Mean exact match and reward over puzzles (each puzzle weighs the same), with 95% intervals."""
-    ex, rw = [r["exact"] for r in rows], [r["reward"] for r in rows]
+    ex, rw, videos = [r["exact"] for r in rows], [r["reward"] for r in rows], [r["video_id"] for r in rows]
     return {"puzzles": len(rows), "answers": sum(r["answers"] for r in rows),
-            "exact": round(float(np.mean(ex)), 4) if ex else None, "exact_ci": bootstrap_ci(ex),
-            "reward": round(float(np.mean(rw)), 4) if rw else None, "reward_ci": bootstrap_ci(rw),
+            "exact": round(float(np.mean(ex)), 4) if ex else None, "exact_ci": ci(ex, videos),
+            "reward": round(float(np.mean(rw)), 4) if rw else None, "reward_ci": ci(rw, videos),
             "possibly_ambiguous": sum(r["possibly_ambiguous"] for r in rows)}
 
 

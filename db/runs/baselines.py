@@ -16,19 +16,21 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from db.chunks import in_chunks
-from db.review.human import bootstrap_ci, per_puzzle
+from db.review.human import per_puzzle
 from db.models import Puzzle as PuzzleRow
 from db.models.runs import Checkpoint, Rollout
+from mvp_core.stats.bootstrap import ci
 
 MAX_PUZZLES = 500        # the shortcut solvers read frames: keep a page load bounded
 
 
-def _row(solver: str, exacts: list[float], rewards: list[float], n_puzzles: int) -> dict:
+def _row(solver: str, exacts: list[float], rewards: list[float], videos: list[str], n_puzzles: int) -> dict:
+    """Intervals resample videos (mvp_core/stats/bootstrap.py); `videos` is each value's video."""
     return {"solver": solver, "puzzles": n_puzzles,
             "exact": round(float(np.mean(exacts)), 4) if exacts else None,
-            "exact_ci": [round(x, 4) for x in bootstrap_ci(exacts)],
+            "exact_ci": [round(x, 4) for x in ci(exacts, videos)],
             "reward": round(float(np.mean(rewards)), 4) if rewards else None,
-            "reward_ci": [round(x, 4) for x in bootstrap_ci(rewards)]}
+            "reward_ci": [round(x, 4) for x in ci(rewards, videos)]}
 
 
 def _shortcut_rows(session: Session, data_dir: Path, pids: list[str]) -> list[dict]:
@@ -41,12 +43,12 @@ def _shortcut_rows(session: Session, data_dir: Path, pids: list[str]) -> list[di
     feats = FeatureCache(FrameStore(data_dir).load)
     rows = []
     for name, solve in SOLVERS.items():
-        ex, rw = [], []
+        ex, rw, vids = [], [], [p.video.id for p in puzzles]
         for p in puzzles:
             t = score_prediction(solve(p, feats), p.answer, [o.label for o in p.options])
             ex.append(t.exact)
             rw.append(t.total)
-        rows.append(_row(f"shortcut: {name}", ex, rw, len(puzzles)))
+        rows.append(_row(f"shortcut: {name}", ex, rw, vids, len(puzzles)))
     chance = [chance_exact(p) for p in puzzles]
     rows.append({"solver": "chance (exact)", "puzzles": len(puzzles),
                  "exact": round(float(np.mean(chance)), 4) if chance else None, "exact_ci": [None, None],
@@ -54,7 +56,7 @@ def _shortcut_rows(session: Session, data_dir: Path, pids: list[str]) -> list[di
     return rows
 
 
-def _model_rows(session: Session, pids: list[str]) -> list[dict]:
+def _model_rows(session: Session, pids: list[str], video_of: dict[str, str]) -> list[dict]:
     per: dict[tuple, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     steps = dict(session.execute(select(Checkpoint.id, Checkpoint.step)).all())
     for chunk in in_chunks(pids):
@@ -67,7 +69,7 @@ def _model_rows(session: Session, pids: list[str]) -> list[dict]:
         ex = [float(np.mean([e for e, _ in v])) for v in by_pid.values()]
         rw = [float(np.mean([t for _, t in v])) for v in by_pid.values()]
         what = "base" if ck is None else f"step {steps.get(ck, '?')}"
-        rows.append(_row(f"model: {run} · {what}", ex, rw, len(by_pid)))
+        rows.append(_row(f"model: {run} · {what}", ex, rw, [video_of[p] for p in by_pid], len(by_pid)))
     return rows
 
 
@@ -80,5 +82,6 @@ def compare(session: Session, data_dir: str | Path, limit: int = MAX_PUZZLES) ->
         return []
     pids = [r["puzzle_id"] for r in humans]
     rows = [_row("humans (curators, blind)", [r["exact"] for r in humans], [r["reward"] for r in humans],
-                 len(humans))]
-    return rows + _shortcut_rows(session, Path(data_dir), pids) + _model_rows(session, pids)
+                 [r["video_id"] for r in humans], len(humans))]
+    video_of = {r["puzzle_id"]: r["video_id"] for r in humans}
+    return rows + _shortcut_rows(session, Path(data_dir), pids) + _model_rows(session, pids, video_of)

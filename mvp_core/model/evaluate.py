@@ -76,7 +76,7 @@ def evaluate(model, processor, records: list, load_frame, pcfg: PromptConfig | N
         "groups": report_groups,
         "picked_kinds": dict(sorted(picked.items())),
         "puzzles": [{"id": p.id, "answer": p.answer, "kind": distractor_kind(p), "hardness": hardness(p),
-                     "completion": by_id[p.id]["completion"], "model_labels": by_id[p.id]["chosen_labels"],
+                     "video_id": p.video.id, "completion": by_id[p.id]["completion"], "model_labels": by_id[p.id]["chosen_labels"],
                      **{f"model_{k}": by_id[p.id][k] for k in TERMS},
                      **{f"{name}_labels": ans[i] for name, ans in solved.items()}}
                     for i, p in enumerate(puzzles)],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from mvp_core.errors import UserError
+from mvp_core.stats.bootstrap import ci
 
 
 def answer_is_good(exact: float, total: float, reward_threshold: float) -> bool:
@@ -33,16 +34,6 @@ def verdict_labels(verdicts: list[dict]) -> dict[str, bool]:
     return {pid: n < 0 for pid, n in votes.items() if n != 0}
 
 
-def bootstrap_ci(x, n: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """95% percentile bootstrap interval of the mean."""
-    x = np.asarray(x, dtype=np.float64)
-    if len(x) == 0:
-        return 0.0, 0.0
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, len(x), size=(n, len(x)))].mean(axis=1)
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
-
-
 def greedy_rows(model, processor, records: list[dict], load_frame, max_new_tokens: int, steering=None,
                 pcfg=None, progress: bool = False) -> list[dict]:
     """One greedy answer per puzzle, scored (rows of mvp_core.model.rollout), optionally steered."""
@@ -63,8 +54,9 @@ def compare(plain: list[dict], steered: list[dict]) -> dict:
     for term in ("exact", "total"):
         a = np.array([r[term] for r in plain])
         b = np.array([s_by[r["puzzle_id"]][term] for r in plain])
-        out[term] = {"unsteered": float(a.mean()), "unsteered_ci": bootstrap_ci(a),
-                     "steered": float(b.mean()), "steered_ci": bootstrap_ci(b),
-                     "change": float((b - a).mean()), "change_ci": bootstrap_ci(b - a)}
+        videos = [r["video_id"] for r in plain]      # intervals resample videos (mvp_core/stats/bootstrap.py)
+        out[term] = {"unsteered": float(a.mean()), "unsteered_ci": ci(a, videos),
+                     "steered": float(b.mean()), "steered_ci": ci(b, videos),
+                     "change": float((b - a).mean()), "change_ci": ci(b - a, videos)}
     out["answers_changed"] = sum(r["completion"] != s_by[r["puzzle_id"]]["completion"] for r in plain)
     return out

@@ -6,19 +6,18 @@ guard re-checked from the stored frames (decoded and re-embedded, not the synthe
 from __future__ import annotations
 
 import math
-import warnings
 from collections import defaultdict
 
 import numpy as np
 
 from mvp_core.puzzle import Puzzle
 from mvp_core.reward import score_prediction
+from mvp_core.stats.bootstrap import ci
 from mvp_core.synth.solvers import SOLVERS, FeatureCache, FrameSize, LoadFrame
 
-__all__ = ["SOLVERS", "FeatureCache", "audit", "bootstrap_ci", "chance_exact", "distractor_kind",
+__all__ = ["SOLVERS", "FeatureCache", "audit", "chance_exact", "distractor_kind",
            "format_table", "guard_check"]
 FLAG_FACTOR = 10.0      # a solver whose exact match is above 10x chance (lower 95% bound) is flagged
-N_RESAMPLES = 2000
 
 
 def distractor_kind(p: Puzzle) -> str:
@@ -29,20 +28,6 @@ def distractor_kind(p: Puzzle) -> str:
 def chance_exact(p: Puzzle) -> float:
     """Probability that m labels drawn in random order from the pool equal the answer."""
     return 1.0 / math.perm(len(p.options), p.mask.length)
-
-
-def bootstrap_ci(values: list[float], seed: int = 0) -> tuple[float, float]:
-    """95% percentile bootstrap interval of the mean (scipy.stats.bootstrap)."""
-    x = np.asarray(values, np.float64)
-    if len(x) < 2 or np.all(x == x[0]):
-        v = float(x.mean()) if len(x) else 0.0
-        return v, v
-    from scipy.stats import bootstrap
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = bootstrap((x,), np.mean, confidence_level=0.95, n_resamples=N_RESAMPLES, method="percentile",
-                        rng=np.random.default_rng(seed))
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 def audit(puzzles: list[Puzzle], load_frame: LoadFrame, solvers: list[str] | None = None,
@@ -62,7 +47,7 @@ def audit(puzzles: list[Puzzle], load_frame: LoadFrame, solvers: list[str] | Non
             pred = SOLVERS[n](p, feats)
             t = score_prediction(pred, p.answer, list(pool))
             for group in ("all", kind):
-                rows[n][group].append((t.total, t.exact))
+                rows[n][group].append((t.total, t.exact, p.video.id))
             for lab in set(pred) & set(pool):
                 picks[n][pool[lab]] += 1
     groups = sorted({g for n in names for g in rows[n]}, key=lambda g: (g != "all", g))
@@ -80,12 +65,13 @@ def audit(puzzles: list[Puzzle], load_frame: LoadFrame, solvers: list[str] | Non
     return report
 
 
-def _solver_row(pairs: list[tuple[float, float]], chance: float, flag_factor: float) -> dict:
-    rewards, exacts = [r for r, _ in pairs], [e for _, e in pairs]
-    ex_ci = bootstrap_ci(exacts)
-    return {"mean_reward": _mean(rewards), "reward_ci95": list(bootstrap_ci(rewards)),
+def _solver_row(rows: list[tuple[float, float, str]], chance: float, flag_factor: float) -> dict:
+    """A solver's mean reward and exact match, intervals resampling videos (mvp_core/stats/bootstrap.py)."""
+    rewards, exacts, videos = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+    ex_ci = ci(exacts, videos)
+    return {"mean_reward": _mean(rewards), "reward_ci95": list(ci(rewards, videos)),
             "exact": _mean(exacts), "exact_ci95": list(ex_ci),
-            "flagged": bool(pairs) and ex_ci[0] > flag_factor * chance}
+            "flagged": bool(rows) and ex_ci[0] > flag_factor * chance}
 
 
 def guard_check(puzzles: list[Puzzle], feats: FeatureCache) -> dict:

@@ -5,24 +5,14 @@ and plotted against the checkpoint's step (baselines dashed)."""
 from __future__ import annotations
 
 import gradio as gr
-import numpy as np
 
 from app.web.common import WebContext, esc, guard
 from app.web.svg_chart import line_chart
+from mvp_core.stats.bootstrap import ci
 
 PAGE = "stats"
 EMPTY = ("No evaluations yet: evaluate a checkpoint on the Rollouts page (Evaluate a checkpoint) or run "
          "`mvp eval --run RUN --checkpoint C --set NAME --split test`.")
-
-
-def bootstrap_ci(values: list[float], n: int = 1000, seed: int = 0) -> tuple[float, float]:
-    """95% percentile interval of the mean."""
-    if not values:
-        return (0.0, 0.0)
-    x = np.asarray(values, dtype=np.float64)
-    idx = np.random.default_rng(seed).integers(0, len(x), size=(n, len(x)))
-    means = x[idx].mean(axis=1)
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
 def load(Session) -> tuple[list[dict], dict[str, dict]]:
@@ -72,8 +62,10 @@ def summary_html(evals: list[dict], humans: dict[str, dict] | None = None) -> st
         rows = []
         for e in group:
             ps = e["report"].get("puzzles", [])
-            ex_ci = bootstrap_ci([p["model_exact"] for p in ps])
-            rw_ci = bootstrap_ci([p["model_total"] for p in ps])
+            # intervals resample videos; a report stored before it carried video ids counts each puzzle alone
+            videos = [p.get("video_id", p["id"]) for p in ps]
+            ex_ci = ci([p["model_exact"] for p in ps], videos)
+            rw_ci = ci([p["model_total"] for p in ps], videos)
             rows.append(f'<tr data-eval="{e["id"]}" data-run="{esc(e["run_id"])}" data-checkpoint="{esc(e["checkpoint"])}">'
                         f'<td><code>{esc(e["run_id"])}</code> · {esc(e["checkpoint"])}</td><td>{e["n_puzzles"]}</td>'
                         f'<td class="mvp-exact">{e["exact"]:.3f} <span class="mvp-cap">[{ex_ci[0]:.2f}, {ex_ci[1]:.2f}]</span></td>'
