@@ -7,8 +7,30 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-# Default weights; they sum to 1 so the total stays in [0, 1].
+TERMS = ("format", "selection", "order", "exact")
+# Default weights (DESIGN.md section 3). The total is the weighted MEAN of the terms (weights divided by
+# their sum), so it stays in [0, 1] for any accepted weights without clipping, and an exact answer (every
+# term 1) scores strictly above every other answer whenever the exact weight is above 0. Clipping a sum
+# instead let a wrong answer tie the right one (format 5, order 5: "A" for "C, E" scored 1.0).
 DEFAULT_WEIGHTS = {"format": 0.1, "selection": 0.3, "order": 0.3, "exact": 0.3}
+MAX_WEIGHT = 100.0
+MIN_WEIGHT = 1e-6   # a positive weight below this would vanish in float sums (exact could tie)
+
+
+def check_weights(weights: dict) -> dict:
+    """The one rule for reward weights: known terms, each in [0, MAX_WEIGHT], not all 0; missing terms take
+    the defaults. Raises ValueError with one line (config models turn it into their own error)."""
+    unknown = set(weights) - set(TERMS)
+    if unknown:
+        raise ValueError(f"reward_weights has unknown terms: {', '.join(sorted(unknown))} (known: {', '.join(TERMS)})")
+    bad = {k: w for k, w in weights.items()
+           if not (isinstance(w, (int, float)) and (w == 0 or MIN_WEIGHT <= w <= MAX_WEIGHT))}
+    if bad:
+        raise ValueError(f"reward_weights must each be 0 or in [{MIN_WEIGHT:g}, {MAX_WEIGHT:g}], got {bad}")
+    merged = {**DEFAULT_WEIGHTS, **{k: float(w) for k, w in weights.items()}}
+    if sum(merged.values()) <= 0:
+        raise ValueError("reward_weights are all 0: no term would count")
+    return merged
 
 # Tags tolerate case and inner spacing ("< Answer >", "</ answer>"): small models drift on these.
 _THINK = re.compile(r"<\s*think\s*>(.*?)<\s*/\s*think\s*>", re.S | re.I)
@@ -98,12 +120,12 @@ def score_labels(pred: list[str] | None, answer: list[str], pool: list[str]) -> 
 
 def score_completion(completion: str, answer: list[str], pool: list[str],
                      weights: dict | None = None) -> RewardTerms:
-    w = weights or DEFAULT_WEIGHTS
+    w = check_weights(weights) if weights else DEFAULT_WEIGHTS
     fmt_ok, labels = extract_answer(completion)
     sel, order, exact = score_labels(labels, answer, pool)
     fmt = 1.0 if fmt_ok else 0.0
-    total = w["format"] * fmt + w["selection"] * sel + w["order"] * order + w["exact"] * exact
-    return RewardTerms(fmt, sel, order, exact, min(1.0, max(0.0, total)), labels or [])
+    total = (w["format"] * fmt + w["selection"] * sel + w["order"] * order + w["exact"] * exact) / sum(w.values())
+    return RewardTerms(fmt, sel, order, exact, total, labels or [])
 
 
 def score_prediction(labels: list[str], answer: list[str], pool: list[str],
@@ -139,7 +161,7 @@ def terms_dict(t: RewardTerms) -> dict:
 def term_reward(term: str):
     """A TRL-style reward function for one term ("format", "selection", "order", "exact"), e.g. to
     log each term as its own reward in TRL; weights then live in TRL's `reward_weights`."""
-    if term not in DEFAULT_WEIGHTS:
+    if term not in TERMS:
         raise ValueError(f"unknown reward term {term!r}")
 
     def f(prompts, completions, answer=None, options=None, **columns) -> list[float]:

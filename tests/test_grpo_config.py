@@ -104,7 +104,7 @@ def test_cli_print_config_and_error():
     (["beta=-0.1"], "beta must be >= 0, got -0.1"),
     (["max_steps=2.5"], "max_steps must be an integer, got 2.5"),
     (["loss_type=dapoo"], "loss_type must be one of dapo, grpo, dr_grpo, bnpo, not 'dapoo' (did you mean 'dapo'?)"),
-    (["reward_weights.order=-1"], "reward_weights must each be in [0, 100]"),
+    (["reward_weights.order=-1"], "reward_weights must each be 0 or in [1e-06, 100]"),
     (["lora_target_modules=5"], "lora_target_modules must be a list, got 5"),
 ])
 def test_ranges_and_finite_numbers(override, message):

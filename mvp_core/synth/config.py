@@ -57,6 +57,8 @@ class SynthConfig(DocumentedConfig):
     def key(self) -> str:
         """Everything that changes the output; part of every puzzle id."""
         d = self.model_dump()
+        if not d["adapt"]:   # off (the default) keeps the keys, and so the puzzle ids, of stores made before it
+            del d["adapt"]
         d["synth_version"] = SYNTH_VERSION
         return stable_id(d)
 

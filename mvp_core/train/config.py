@@ -17,13 +17,13 @@ from pydantic import Field, field_validator, model_validator
 
 from mvp_core.config import DocumentedConfig, parse_overrides
 from mvp_core.errors import UserError
+from mvp_core.reward import DEFAULT_WEIGHTS, check_weights
 
 LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo")
 SCALE_REWARDS = ("group", "batch", "none")
 LR_SCHEDULES = ("constant", "linear", "cosine")
 BF16_MODES = ("auto", "true", "false")
 REWARDS = ("mvp", "format", "mentions_label")
-REWARD_TERMS = ("format", "selection", "order", "exact")
 
 MAX_STEPS = 1_000_000
 MAX_BATCH = 4096
@@ -79,8 +79,10 @@ class GRPOConfig(DocumentedConfig):
         "or mentions_label (1 if the completion names a pool label: a signal a random policy earns, for "
         "smoke tests)."))
     reward_weights: dict[str, float] = Field(
-        default_factory=lambda: {"format": 0.1, "selection": 0.3, "order": 0.3, "exact": 0.3},
-        description="Weights of the mvp reward's terms (format, selection, order, exact); each in [0, 100].")
+        default_factory=lambda: dict(DEFAULT_WEIGHTS),
+        description="Weights of the mvp reward's terms (format, selection, order, exact); each in [0, 100], not "
+                    "all 0. The reward is their weighted mean (mvp_core/reward.py), so it stays in [0, 1] and "
+                    "an exact answer scores highest whenever exact > 0.")
 
     # ---- sampling ------------------------------------------------------------------------------
     max_completion_length: int = Field(256, ge=1, le=32_768, description="Most new tokens per completion.")
@@ -152,13 +154,10 @@ class GRPOConfig(DocumentedConfig):
     @field_validator("reward_weights")
     @classmethod
     def _known_terms(cls, v: dict) -> dict:
-        unknown = set(v) - set(REWARD_TERMS)
-        if unknown:
-            raise UserError(f"reward_weights has unknown terms: {', '.join(sorted(unknown))}")
-        bad = {k: w for k, w in v.items() if not 0.0 <= w <= 100.0}
-        if bad:
-            raise UserError(f"reward_weights must each be in [0, 100], got {bad}")
-        return v
+        try:
+            return check_weights(v)
+        except ValueError as e:
+            raise UserError(str(e)) from None
 
     @model_validator(mode="after")
     def _whole_groups(self):
