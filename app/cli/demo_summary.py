@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from db.models import Puzzle, Video
+from db.models import Puzzle, SynthFile, Video
 from db.models.runs import Run
 from db.runs.scores import answer_columns
 from mvp_core.stats.bootstrap import cluster_mean_ci
@@ -24,6 +24,10 @@ def summary(Session, data: Path, runs: list[tuple[str, str]], generated: list[Pa
         real = [(p, n) for p, n in per_video if not any(Path(p).resolve().is_relative_to(g.resolve()) for g in generated)]
         for path, n in real:
             lines.append(f"| {Path(path).name} | {n} |")
+        done = {p for p, _ in per_video}
+        for path, reason in _skipped(s, generated):
+            if path not in done:
+                lines.append(f"| {Path(path).name} | 0: {reason} |")
         lines.append(f"| all real footage | {sum(n for _, n in real)} |")
         audit = data / "audit.json"
         if audit.is_file():
@@ -41,3 +45,12 @@ def summary(Session, data: Path, runs: list[tuple[str, str]], generated: list[Pa
             lines.append(f"| {label} | {r.n} | {r.clusters} | {e.fmt()} | {r.fmt()} |")
     lines.append("(intervals: 95%, resampling videos; mvp_core/stats/bootstrap.py)")
     return "\n".join(lines)
+
+
+def _skipped(s, generated: list[Path]) -> list[tuple[str, str]]:
+    """Sample videos `mvp synth` skipped, with its reason (the newest per file): the skip names the
+    setting that would admit the video, or says that none does."""
+    rows = s.execute(select(SynthFile.path, SynthFile.reason).where(SynthFile.status == "skipped")
+                     .order_by(SynthFile.created_at)).all()
+    latest = {p: r for p, r in rows if not any(Path(p).resolve().is_relative_to(g.resolve()) for g in generated)}
+    return sorted(latest.items())

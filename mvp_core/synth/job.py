@@ -111,6 +111,13 @@ def smaller_shapes(cfg: SynthConfig) -> list[SynthConfig]:
     return [cfg.model_copy(update={"n": n, "l": l}) for n, l in shapes]
 
 
+def fewer_masked(cfg: SynthConfig) -> list[SynthConfig]:
+    """For the skip reason only (adapt never changes m, the puzzle's task): the most permissive shape
+    (N = m + 2, l = 2) for each smaller m, largest m first."""
+    return [cfg.model_copy(update={"m": m, "n": m + (1 if cfg.tail else 2), "l": min(cfg.l, 2)})
+            for m in range(cfg.m - 1, 0, -1)]
+
+
 def _process(path: Path, cfg: SynthConfig, data_dir: str, progress: Progress) -> VideoResult:
     check_file(path)
     sha = file_sha256(path)
@@ -152,8 +159,13 @@ def _process(path: Path, cfg: SynthConfig, data_dir: str, progress: Progress) ->
     times, jpegs = [all_times[i] for i in keep], [all_jpegs[i] for i in keep]
     if not layouts:
         found = count_keyframes(all_E[keep], kappa)
-        hint = (f"; --n {admitting.n} --l {admitting.l} (or --adapt) would admit it" if admitting is not None
-                else "; no shape down to N=m+2, l=2 passes the guard")
+        if admitting is not None:
+            hint = f"; --n {admitting.n} --l {admitting.l} (or --adapt) would admit it"
+        else:
+            fewer = next((shape for shape in fewer_masked(cfg) if plan_at(shape)[3]), None)
+            hint = "; no shape down to N=m+2, l=2 passes the guard" + (
+                f" (fewer masked frames would: --m {fewer.m} --n {fewer.n} --l {fewer.l})" if fewer is not None
+                else ", nor one with fewer masked frames")
         raise VideoError(f"{reason}; {len(keep)} frames sampled at {fps:.3g} fps"
                          + (f" ({n_flat} flat dropped)" if n_flat else "") + f", {found} distinct keyframes found"
                          + hint)

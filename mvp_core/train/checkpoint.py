@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import random
 import shutil
 from pathlib import Path
@@ -18,6 +19,23 @@ import numpy as np
 import torch
 
 from mvp_core.errors import UserError
+
+
+# What a checkpoint's state files may hold besides tensors and plain values: numpy's RNG state array.
+# Everything is loaded with weights_only=True (no code in a file runs on resume; docs/security.md).
+_NUMPY_STATE_TYPES = [np._core.multiarray._reconstruct, np.ndarray, np.dtype, type(np.dtype(np.uint32))]
+
+
+def _load_state(path: Path, what: str):
+    """torch.load restricted to tensors, plain values and the allowlist above; a file that needs more
+    (crafted, or not written by this trainer) is refused with one line, nothing of it run."""
+    try:
+        with torch.serialization.safe_globals(_NUMPY_STATE_TYPES):
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else "unpickling refused"
+        raise UserError(f"checkpoint file {path} ({what}) holds more than tensors and plain values; refusing to "
+                        f"load it ({first[:160]})") from None
 
 
 def rng_state() -> dict:
@@ -111,12 +129,12 @@ def read_trainer_state(ckpt_dir: Path) -> dict:
 def load_optimizer_state(ckpt_dir: Path, optimizer, scheduler, load_full=None) -> None:
     """`load_full(state)` loads a full FQN-keyed state saved under FSDP (distributed.py)."""
     try:
-        state = torch.load(Path(ckpt_dir) / "optimizer.pt", map_location="cpu", weights_only=False)
+        state = _load_state(Path(ckpt_dir) / "optimizer.pt", "optimizer state")
         if load_full is not None:
             load_full(state)
         else:
             optimizer.load_state_dict(state)
-        scheduler.load_state_dict(torch.load(Path(ckpt_dir) / "scheduler.pt", weights_only=False))
+        scheduler.load_state_dict(_load_state(Path(ckpt_dir) / "scheduler.pt", "scheduler state"))
     except (OSError, RuntimeError, ValueError, KeyError, EOFError) as e:   # missing, torn, or another model's
         raise UserError(f"checkpoint {ckpt_dir}: cannot restore the optimizer "
                         f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
@@ -128,5 +146,5 @@ def load_rng(ckpt_dir: Path, rank: int) -> bool:
     f = Path(ckpt_dir) / f"rng_rank{rank}.pt"
     if not f.is_file():
         return False
-    set_rng_state(torch.load(f, weights_only=False))
+    set_rng_state(_load_state(f, "RNG state"))
     return True
