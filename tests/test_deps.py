@@ -100,3 +100,17 @@ def test_the_dockerfile_installs_through_the_setup_script():
     copied = " ".join(re.findall(r"^COPY (.*)$", text, re.M))
     for needed in ("requirements.txt", "pyproject.toml", "setup.py", "scripts/setup_env.sh", "static", "configs", "assets"):
         assert needed in copied, f"the Dockerfile does not copy {needed}"
+
+
+def test_ci_runs_the_demo_in_a_runtime_only_environment_before_the_tests():
+    """.ci/run (README, "The two commands"): the demo first, on a fresh data directory, in an environment
+    built from requirements.txt alone (not .venv, where the test tools live), then scripts/test.sh."""
+    lines = [x.strip() for x in (ROOT / ".ci" / "run").read_text().splitlines() if x.strip() and not x.strip().startswith("#")]
+    demo = next(i for i, x in enumerate(lines) if "scripts/demo.sh --no-serve" in x)
+    tests = next(i for i, x in enumerate(lines) if "scripts/test.sh" in x)
+    assert demo < tests
+    venv = re.search(r"VENV=(\S+)", lines[demo])
+    assert venv and venv.group(1).rstrip("/") not in (".venv", ""), lines[demo]
+    assert 'MVP_DATA_DIR="$data"' in lines[demo] and any(x.startswith('data="$(mktemp -d)"') for x in lines[:demo])
+    demo_sh = (ROOT / "scripts" / "demo.sh").read_text()
+    assert 'VENV="$V" scripts/setup_env.sh runtime' in demo_sh      # the demo builds its venv from the runtime pins

@@ -31,6 +31,9 @@ def add_trainer_args(p) -> None:
     p.add_argument("overrides", nargs="*", help="key=value settings that override the file, e.g. max_steps=10")
     p.add_argument("--resume", action="store_true", help="continue the run in output_dir from its latest checkpoint")
     p.add_argument("--set", dest="set_name", help="snapshot this curated set from the database as the puzzles file")
+    p.add_argument("--split", dest="train_split", default="train",
+                   help="with --set: the set's split(s) to train on, comma-separated (default train: val and test "
+                        "stay held out); recorded in the run as set_splits")
     add_db_args(p, db_required_for="--set")
     p.add_argument("--print-config", action="store_true", help="print the resolved config with documentation and exit")
 
@@ -55,8 +58,9 @@ def use_set_flag(cfg, args) -> None:
     """--set NAME: train on a snapshot of that curated set, written into the run directory."""
     if not args.set_name:
         return
-    cfg.puzzles = str(snapshot_set(args.set_name, Path(cfg.output_dir), args.db, args.data, args.resume))
-    cfg.set_name = args.set_name
+    splits = tuple(s.strip() for s in args.train_split.split(",") if s.strip())
+    path, set_hash = snapshot_set(args.set_name, Path(cfg.output_dir), args.db, args.data, args.resume, splits)
+    cfg.puzzles, cfg.set_name, cfg.set_hash, cfg.set_splits = str(path), args.set_name, set_hash, list(splits)
     cfg.data_dir = cfg.data_dir or str(_data_dir(args.data))
 
 
@@ -65,18 +69,20 @@ def _data_dir(explicit):
     return data_dir(explicit)
 
 
-def snapshot_set(name: str, run_dir: Path, db_url, data, resume: bool) -> Path:
-    """Write the curated set's puzzle records to RUN/puzzles.jsonl (kept on --resume, so a resumed
-    run trains on exactly the same snapshot even if the set was edited since)."""
+def snapshot_set(name: str, run_dir: Path, db_url, data, resume: bool, splits: tuple[str, ...]) -> tuple[Path, str]:
+    """Write the curated set's puzzle records of `splits` to RUN/puzzles.jsonl (kept on --resume, so a
+    resumed run trains on exactly the same snapshot even if the set was edited since); (path, set hash)."""
     out = run_dir / "puzzles.jsonl"
-    if resume and out.is_file():
-        return out
     from db.engine import database_url, open_db
+    from db.sets.curated import get_set
     from db.sets.curated import snapshot_set as write_snapshot
     d = _data_dir(data)
     Session = open_db(database_url(db_url, d), d)
     with Session() as s:
-        return write_snapshot(s, name, out)
+        if resume and out.is_file():
+            return out, get_set(s, name).content_hash
+        path, set_hash, _ = write_snapshot(s, name, out, splits)
+        return path, set_hash
 
 
 def run_trainer(cfg, resume: bool, train) -> int:

@@ -163,9 +163,10 @@ def _rollout(args) -> int:
 
     if args.num_generations < 1:
         raise UserError("-G must be at least 1")
-    from app.cli.model_target import apply_run_settings, default_run_name, resolve_target
+    from app.cli.model_target import apply_run_settings, check_trained_split, default_run_name, resolve_target
     records, data = load_puzzles(args)
     target = resolve_target(args, data)
+    check_trained_split(args, target)
     apply_run_settings(args, target)
     _set_threads(args)
     run_name = target.run_id or default_run_name(args)
@@ -243,13 +244,14 @@ def _rollout_store(args, data, run_name, records, target):
 
 
 def _eval(args) -> int:
-    from app.cli.model_target import apply_run_settings, resolve_target
+    from app.cli.model_target import apply_run_settings, check_trained_split, resolve_target
     from mvp_core.model.evaluate import evaluate, markdown_report
     from mvp_core.model.policy import load_policy
     from mvp_core.model.rollout import frame_loader
     records, data = load_puzzles(args)
     out = _report_paths(args.out) if args.out else None
     target = resolve_target(args, data)
+    check_trained_split(args, target)
     apply_run_settings(args, target)
     _set_threads(args)
     # built (and so checked) before the model loads: a bad flag is a one-line error, not a late traceback

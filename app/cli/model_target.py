@@ -30,6 +30,9 @@ def add_target_args(p) -> None:
     p.add_argument("--name", help="with --model: run name to store the answers under "
                                   "(default rollout-<model dir name>)")
     p.add_argument("--split", help="only the set's puzzles of this split (train, val, test)")
+    p.add_argument("--allow-trained-split", action="store_true",
+                   help="score a run's checkpoint on a split of the set it trained on (refused by default: "
+                        "such numbers measure memory, not learning)")
 
 
 def resolve_target(args, data: Path) -> Target:
@@ -67,6 +70,35 @@ def resolve_target(args, data: Path) -> Target:
                         run_config=dict(run.config or {}))
         s.commit()                       # a run directory given by path was indexed
     return target
+
+
+def _trained_on(target: Target) -> tuple[str, list[str]]:
+    """(set name, splits) the target's run trained on: from the indexed run's config, or for --model a
+    checkpoint directory inside a run (RUN/checkpoints/step_N), from RUN/config.yaml."""
+    cfg = target.run_config
+    if not cfg:
+        p = Path(target.model_path)
+        if p.parent.name == "checkpoints" and (p.parent.parent / "config.yaml").is_file():
+            from mvp_core.config import load_yaml_mapping
+            try:
+                cfg = load_yaml_mapping(p.parent.parent / "config.yaml")
+            except (UserError, OSError):
+                cfg = {}
+    return str(cfg.get("set_name") or ""), [str(s) for s in (cfg.get("set_splits") or [])]
+
+
+def check_trained_split(args, target: Target) -> None:
+    """Refuse to score a checkpoint on puzzles of a split its run trained on (DESIGN.md section 7),
+    unless --allow-trained-split; no --split means the whole set, trained split included."""
+    set_name, splits = _trained_on(target)
+    if not getattr(args, "set", None) or set_name != args.set or not splits or args.allow_trained_split:
+        return
+    asked = [args.split] if args.split else ["train", "val", "test"]
+    overlap = [s for s in asked if s in splits]
+    if overlap:
+        raise UserError(f"{target.label} trained on split {'/'.join(splits)} of set {set_name!r}; scoring it on "
+                        f"{'split ' + args.split if args.split else 'the whole set'} measures memory, not learning "
+                        f"(give --split val or test, or --allow-trained-split)")
 
 
 def _why_no_run(d: Path) -> str:

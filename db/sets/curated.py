@@ -223,13 +223,24 @@ def write_lines(lines: list[str], out: Path) -> Path:
     return out
 
 
-def snapshot_set(session: Session, name: str, out: Path) -> Path:
-    """The set's records as the puzzles file a trainer reads (docs/ARCHITECTURE.md, "Curated set and
-    snapshot"); an empty set is refused, since there would be nothing to train on."""
+TRAIN_SPLITS = ("train",)    # what training reads of a set unless a split is named (no val/test leak)
+
+
+def snapshot_set(session: Session, name: str, out: Path, splits: tuple[str, ...] = TRAIN_SPLITS) -> tuple[Path, str, int]:
+    """The set's records OF THESE SPLITS as the puzzles file a trainer reads (docs/ARCHITECTURE.md,
+    "Curated set and snapshot"): (path, the set's content hash, puzzles written). Training never reads
+    a split it is evaluated on unless asked (DESIGN.md section 7); an empty result is refused."""
     lines = set_lines(session, name)
     if not lines:
         raise UserError(f"curated set {name!r} holds no puzzles")
-    return write_lines(lines, Path(out))
+    unknown = set(splits) - set(SPLITS)
+    if unknown:
+        raise UserError(f"unknown split {', '.join(sorted(unknown))}; splits are {', '.join(SPLITS)}")
+    keep = [line for line in lines if json.loads(line).get("split") in splits]
+    if not keep:
+        have = sorted({str(json.loads(line).get("split")) for line in lines})
+        raise UserError(f"curated set {name!r} has no puzzles in split {'/'.join(splits)} (it has: {', '.join(have)})")
+    return write_lines(keep, Path(out)), get_set(session, name).content_hash, len(keep)
 
 
 def load_set(session: Session, name: str) -> list[dict]:
