@@ -1,6 +1,7 @@
 """Argument helpers every subcommand shares, so a flag means the same thing everywhere."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 
@@ -59,8 +60,8 @@ def use_set_flag(cfg, args) -> None:
     if not args.set_name:
         return
     splits = tuple(s.strip() for s in args.train_split.split(",") if s.strip())
-    path, set_hash = snapshot_set(args.set_name, Path(cfg.output_dir), args.db, args.data, args.resume, splits)
-    cfg.puzzles, cfg.set_name, cfg.set_hash, cfg.set_splits = str(path), args.set_name, set_hash, list(splits)
+    path, set_hash, kept = snapshot_set(args.set_name, Path(cfg.output_dir), args.db, args.data, args.resume, splits)
+    cfg.puzzles, cfg.set_name, cfg.set_hash, cfg.set_splits = str(path), args.set_name, set_hash, list(kept)
     cfg.data_dir = cfg.data_dir or str(_data_dir(args.data))
 
 
@@ -69,9 +70,11 @@ def _data_dir(explicit):
     return data_dir(explicit)
 
 
-def snapshot_set(name: str, run_dir: Path, db_url, data, resume: bool, splits: tuple[str, ...]) -> tuple[Path, str]:
+def snapshot_set(name: str, run_dir: Path, db_url, data, resume: bool,
+                 splits: tuple[str, ...]) -> tuple[Path, str, tuple[str, ...]]:
     """Write the curated set's puzzle records of `splits` to RUN/puzzles.jsonl (kept on --resume, so a
-    resumed run trains on exactly the same snapshot even if the set was edited since); (path, set hash)."""
+    resumed run trains on exactly the same snapshot even if the set was edited since); (path, set hash,
+    splits kept: () for a set without splits)."""
     out = run_dir / "puzzles.jsonl"
     from db.engine import database_url, open_db
     from db.sets.curated import get_set
@@ -80,9 +83,9 @@ def snapshot_set(name: str, run_dir: Path, db_url, data, resume: bool, splits: t
     Session = open_db(database_url(db_url, d), d)
     with Session() as s:
         if resume and out.is_file():
-            return out, get_set(s, name).content_hash
-        path, set_hash, _ = write_snapshot(s, name, out, splits)
-        return path, set_hash
+            kept = tuple(sorted({json.loads(x).get("split") for x in out.read_text().splitlines() if x.strip()} - {None}))
+            return out, get_set(s, name).content_hash, kept
+        return write_snapshot(s, name, out, splits)
 
 
 def run_trainer(cfg, resume: bool, train) -> int:

@@ -96,7 +96,7 @@ def handler(args) -> int:
         (BASE_RUN, "untrained base (clock videos, 5 options)"),
         (OWN_SHAPE_RUN, "shipped SFT warm start, on its own 4-option shape"),
         (SFT_RUN, "shipped SFT warm start, on 5 options (a shape it never trained on)"),
-        (GRPO_RUN, "GRPO from the warm start (60 steps on 5 options)"),
+        (GRPO_RUN, "GRPO from the warm start, on 5 options (the shape it trained on)"),
     ], [data / "generated-videos", data / "generated-videos-own-shape"]), flush=True)
     print(f"\ndemo login: user {args.user!r}, password {password!r}  (role admin)", flush=True)
     if args.no_serve:

@@ -97,7 +97,7 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
     and start `mvp train` (GRPO) or `mvp sft`. Refused while another training run is alive; a
     refused launch leaves no run directory behind."""
     from app.web.models_known import check_model
-    from db.sets.curated import get_set, snapshot_set
+    from db.sets.curated import snapshot_set
     from mvp_core.config import parse_overrides, parse_yaml_mapping
     from mvp_core.train.config import GRPOConfig
     from mvp_core.train.sft_config import SFTConfig
@@ -115,14 +115,12 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
         if cur and cur["alive"]:
             raise UserError(f"a run is already going ({Path(cur['run_dir']).name}); stop it first")
         run_dir = data_dir / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{trainer}-{_slug(set_name)}"
-        with Session() as s:     # refuses an unknown set before writing anything
-            set_hash = get_set(s, set_name).content_hash
         fixed = [f"model={model}", f"output_dir={run_dir}", f"puzzles={run_dir / 'puzzles.jsonl'}",
-                 f"data_dir={data_dir}", f"set_name={set_name}", f"set_hash={set_hash}",
-                 f"set_splits=[{','.join(train_splits)}]"]
+                 f"data_dir={data_dir}", f"set_name={set_name}"]
         cfg = (SFTConfig if trainer == "sft" else GRPOConfig).from_values(base, parse_overrides(overrides + fixed))
-        with Session() as s:     # only the train split by default: val/test stay held out (DESIGN.md section 7)
-            snapshot_set(s, set_name, run_dir / "puzzles.jsonl", tuple(train_splits))
+        with Session() as s:     # refuses an empty or unknown set; only the train split unless named (DESIGN.md §7)
+            _, cfg.set_hash, kept = snapshot_set(s, set_name, run_dir / "puzzles.jsonl", tuple(train_splits))
+        cfg.set_splits = list(kept)
         (run_dir / "launch.yaml").write_text(cfg.to_yaml())
         cmd = [sys.executable, "-m", "app.cli", "train" if trainer == "grpo" else "sft",
                str(run_dir / "launch.yaml")]

@@ -226,21 +226,27 @@ def write_lines(lines: list[str], out: Path) -> Path:
 TRAIN_SPLITS = ("train",)    # what training reads of a set unless a split is named (no val/test leak)
 
 
-def snapshot_set(session: Session, name: str, out: Path, splits: tuple[str, ...] = TRAIN_SPLITS) -> tuple[Path, str, int]:
+def snapshot_set(session: Session, name: str, out: Path,
+                 splits: tuple[str, ...] = TRAIN_SPLITS) -> tuple[Path, str, tuple[str, ...]]:
     """The set's records OF THESE SPLITS as the puzzles file a trainer reads (docs/ARCHITECTURE.md,
-    "Curated set and snapshot"): (path, the set's content hash, puzzles written). Training never reads
-    a split it is evaluated on unless asked (DESIGN.md section 7); an empty result is refused."""
+    "Curated set and snapshot"): (path, the set's content hash, the splits kept). Training never reads
+    a split it is evaluated on unless asked (DESIGN.md section 7); an empty result is refused. A set
+    whose records carry no split at all (imported without one) has no held-out part: all of it is
+    written and the splits kept are ()."""
     lines = set_lines(session, name)
     if not lines:
         raise UserError(f"curated set {name!r} holds no puzzles")
     unknown = set(splits) - set(SPLITS)
     if unknown:
         raise UserError(f"unknown split {', '.join(sorted(unknown))}; splits are {', '.join(SPLITS)}")
-    keep = [line for line in lines if json.loads(line).get("split") in splits]
+    found = [json.loads(line).get("split") for line in lines]
+    if not any(found):
+        return write_lines(lines, Path(out)), get_set(session, name).content_hash, ()
+    keep = [line for line, split in zip(lines, found) if split in splits]
     if not keep:
         have = sorted({str(json.loads(line).get("split")) for line in lines})
         raise UserError(f"curated set {name!r} has no puzzles in split {'/'.join(splits)} (it has: {', '.join(have)})")
-    return write_lines(keep, Path(out)), get_set(session, name).content_hash, len(keep)
+    return write_lines(keep, Path(out)), get_set(session, name).content_hash, tuple(splits)
 
 
 def load_set(session: Session, name: str) -> list[dict]:
