@@ -82,3 +82,26 @@ def test_the_wheel_serves_from_a_fresh_environment(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_the_reward_imports_from_a_bare_install(tmp_path):
+    """The light install beside another trainer (verl, EasyR1, LLaMA-Factory pin other transformers):
+    `pip install --no-deps mvp-studio` into an environment with no third-party package at all, and the
+    project's reward still imports and scores (mvp_core/reward.py is pure Python)."""
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels),
+                    str(ROOT)], check=True, capture_output=True)
+    (wheel,) = wheels.glob("mvp_studio-*.whl")
+    env_dir = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
+    py = env_dir / "bin" / "python"
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps", "--no-index",
+                    str(wheel)], check=True, capture_output=True)
+    code = ("import sys, mvp_core.reward as r; "
+            "bad = [m for m in ('torch', 'numpy', 'transformers', 'pydantic') if m in sys.modules]; "
+            "pool = ['A', 'B', 'C', 'D']; "
+            "print(bad, r.score_prediction(['A', 'C'], ['A', 'C'], pool).exact, "
+            "r.score_prediction(['C', 'A'], ['A', 'C'], pool).exact, r.__file__)")
+    out = subprocess.run([py, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("[] 1.0 0.0 ") and str(env_dir) in out.stdout, out.stdout

@@ -133,7 +133,28 @@ def _verdicts_seen(api: list[dict]) -> int:
     return sum(a["action"] == "verdict" for a in api)
 
 
-def test_filter_the_queue_and_skips_come_back(web_app, browser):
+@pytest.fixture
+def fresh_curator(web_app):
+    """A curator of its own, with every puzzle open to it whatever earlier tests judged (overlap k raised
+    to the maximum while the test runs, restored after): the test needs no data other tests leave."""
+    import uuid
+
+    from db import review
+    from db.users.accounts import add_user
+    name, password = f"skipper{uuid.uuid4().hex[:8]}", "a-long-password-for-skips"
+    with web_app.Session() as s:
+        add_user(s, name, "curator", password)
+        old_k = review.overlap_k(s)
+        s.commit()
+        review.set_overlap(s, 50)
+        s.commit()
+    yield name, password
+    with web_app.Session() as s:
+        review.set_overlap(s, old_k)
+        s.commit()
+
+
+def test_filter_the_queue_and_skips_come_back(web_app, browser, fresh_curator):
     """The per-video view lists every puzzle of the video and makes the queue hand out only those;
     skipping them all brings the first skipped one back; the filter bar narrows the queue by status
     (my skipped ones) and by distractor kind + difficulty. Every answer stays blind."""
@@ -144,8 +165,9 @@ def test_filter_the_queue_and_skips_come_back(web_app, browser):
     with web_app.Session() as s:
         vid, vpath = s.execute(select(Video.id, Video.path).where(Video.path.like("%bikes%"))).one()
         pids = sorted(s.scalars(select(Puzzle.id).where(Puzzle.video_id == vid)))
-    ada = web_app.user_id("ada")
-    ctx, page = login(browser, web_app, "ada", path=f"/curate/?video={vid}")
+    name, password = fresh_curator
+    ada = web_app.user_id(name)
+    ctx, page = login(browser, web_app, name, password, path=f"/curate/?video={vid}")
     api = watch_api(page)
     page.wait_for_selector("#mvp-puzzle-list", timeout=30000)
     page.wait_for_function("() => window.mvpHotkeysInstalled && window.mvpCurate && window.mvpCurate.state()")
@@ -162,7 +184,7 @@ def test_filter_the_queue_and_skips_come_back(web_app, browser):
     others = [lease for lease in state.leases if lease.user_id != ada and lease.expires_at > utcnow()]
     avail = [p for p in pids if (p, ada) not in state.judged and state.reviews[p] + sum(
         lease.puzzle_id == p for lease in others) < state.k]
-    assert avail, "the other tests left no puzzle of this video for ada"
+    assert avail == pids, "a fresh curator with k at its maximum is offered every puzzle of the video"
     first = current(page)
     assert first == avail[0]                                      # the queue's order: lowest id first
     # skip them all: each next one is of this video, then the first skipped one comes back
