@@ -23,10 +23,11 @@ case " $* " in
   *) "$V"/bin/python -m app.cli.serve 127.0.0.1 "${PORT:-7860}" ;;   # a taken port: say so now, not after minutes of work
 esac
 "$V"/bin/python scripts/sample_videos.py "$DATA/videos"
-# 4 fps and up to 8 puzzles a video: the short sample videos have too few distinct frames at 1 fps for more
-# than one or two start times; --adapt gives a video no start admits at N=8, l=4 a smaller shape, the
-# ambiguity guard unchanged (docs/SYNTHESIS.md). The demo summary names a video that still gives none, and why.
-"$V"/bin/mvp synth "$DATA/videos" --data "$DATA" --per-video 8 --fps 4 --workers 2 --adapt
+# 3 fps and up to 8 puzzles a video: the short sample videos have too few distinct frames at 1 fps for more
+# than one or two start times (7 puzzles); 4 fps gives 13 but a stronger boundary shortcut in the audit
+# (docs/SYNTHESIS.md). --adapt gives a video no start admits at N=8, l=4 a smaller shape, the ambiguity
+# guard unchanged. The demo summary names a video that still gives none, and why.
+"$V"/bin/mvp synth "$DATA/videos" --data "$DATA" --per-video 8 --fps 3 --workers 2 --adapt
 "$V"/bin/mvp audit --data "$DATA" --json "$DATA/audit.json"   # prints the table; the JSON goes to the file
 # demo login (printed), tiny random-weight model rollouts, then the app on http://127.0.0.1:7860
 exec "$V"/bin/mvp demo --data "$DATA" --host 127.0.0.1 --port "${PORT:-7860}" "$@"

@@ -18,7 +18,7 @@ def test_the_summary_counts_puzzles_and_says_why_a_video_gave_none(sample_videos
     for name in ("bigbuckbunny", "carphone_pristine"):
         shutil.copy(sample_videos[name], videos / f"{name}.mp4")
     data = tmp_path / "data"
-    assert main(["synth", str(videos), "--data", str(data), "--per-video", "8", "--fps", "4", "--adapt", "--quiet"]) == 0
+    assert main(["synth", str(videos), "--data", str(data), "--per-video", "8", "--fps", "3", "--adapt", "--quiet"]) == 0
     made = len((data / "puzzles.jsonl").read_text().splitlines())
     assert made > 0
     table = summary(open_db(None, data), data, [], [])
@@ -34,7 +34,7 @@ def test_the_summary_counts_puzzles_and_says_why_a_video_gave_none(sample_videos
     shutil.copy(videos / "carphone_pristine.mp4", only / "carphone_pristine.mp4")
     admit = tmp_path / "admit"
     m, n, l = setting.groups()
-    assert main(["synth", str(only), "--data", str(admit), "--per-video", "8", "--fps", "4", "--quiet",
+    assert main(["synth", str(only), "--data", str(admit), "--per-video", "8", "--fps", "3", "--quiet",
                  "--m", m, "--n", n, "--l", l]) == 0
     recs = [json.loads(x) for x in (admit / "puzzles.jsonl").read_text().splitlines()]
     assert recs and all((r["params"]["m"], r["params"]["N"], r["params"]["l"]) == (int(m), int(n), int(l)) for r in recs)

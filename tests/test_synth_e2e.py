@@ -113,12 +113,10 @@ def test_deterministic_byte_identical(first_run, corpus, tmp_path):
 def test_idempotent_second_run(first_run, corpus, capsys):
     data, first_s = first_run
     before = (data / "puzzles.jsonl").read_bytes()
-    t0 = time.perf_counter()
     assert main(["synth", str(corpus), "--data", str(data), "--quiet"]) == 0
-    second_s = time.perf_counter() - t0
-    assert "0 new puzzles" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "0 new puzzles" in out and "0 videos done" in out, out     # every video skipped as handled, none redone
     assert (data / "puzzles.jsonl").read_bytes() == before
-    assert second_s < 0.25 * first_s, (second_s, first_s)
 
 
 def test_kill_minus_9_then_resume(first_run, corpus, tmp_path):
