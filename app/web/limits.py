@@ -84,3 +84,80 @@ async def read_json(request: Request, max_bytes: int = MAX_JSON_BYTES, max_depth
             raise BadBody(f"bad request: the body is larger than {max_bytes // 1024} KiB", status=413)
         chunks.append(chunk)
     return parse_json(b"".join(chunks), max_bytes, max_depth)
+
+
+# ---- every request: one size limit, enforced before the body is read ---------------------------------
+# The app takes no file uploads; its largest legitimate bodies are the Train page's YAML config and
+# Gradio's event payloads (kilobytes). Without a bound, one anonymous multipart upload to /login was
+# parsed whole (~8.6x its size in memory) and Gradio's routes took any size (docs/security.md).
+MAX_BODY_BYTES = 2 * 1024 * 1024
+URLENCODED = "application/x-www-form-urlencoded"
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _one_line(status: int, text: str):
+    body = (text + "\n").encode()
+    return [{"type": "http.response.start", "status": status,
+             "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode()),
+                         (b"connection", b"close")]},
+            {"type": "http.response.body", "body": body}]
+
+
+class BodyLimit:
+    """Pure ASGI middleware around the whole app (Gradio's mounted pages included): a declared
+    Content-Length over the limit is answered 413 without reading a byte; a chunked body is counted as it
+    streams and cut off at the limit; POST /login takes url-encoded forms only (415 otherwise)."""
+
+    def __init__(self, app, limit: int = MAX_BODY_BYTES):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
+        if declared is not None:
+            try:
+                too_big = int(declared) > self.limit
+            except ValueError:
+                return await self._answer(send, 400, "bad Content-Length")
+            if too_big:
+                return await self._answer(send, 413, f"request body over {self.limit // 1024} KiB refused")
+        if scope["method"] == "POST" and scope["path"] == "/login":
+            ctype = headers.get(b"content-type", b"").split(b";")[0].strip().decode("latin-1").lower()
+            if ctype != URLENCODED:
+                return await self._answer(send, 415, "the login form is sent url-encoded; nothing else is read")
+        seen, started, answered = 0, False, False
+
+        async def counted_receive():
+            nonlocal seen, answered
+            msg = await receive()
+            if msg["type"] == "http.request":
+                seen += len(msg.get("body", b""))
+                if seen > self.limit:
+                    if not started and not answered:    # say 413 now: the app may turn the abort into a 400
+                        answered = True
+                        await self._answer(send, 413, f"request body over {self.limit // 1024} KiB refused")
+                    raise _TooLarge
+            return msg
+
+        async def tracked_send(msg):
+            nonlocal started
+            if answered:
+                return                                   # the 413 is the answer; drop what the app says after
+            if msg["type"] == "http.response.start":
+                started = True
+            await send(msg)
+
+        try:
+            await self.app(scope, counted_receive, tracked_send)
+        except _TooLarge:
+            pass
+
+    @staticmethod
+    async def _answer(send, status: int, text: str):
+        for msg in _one_line(status, text):
+            await send(msg)

