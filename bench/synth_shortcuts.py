@@ -3,7 +3,7 @@ from the same video? And does the ambiguity guard hold on the stored frames? Sid
 bootstrap intervals (mvp_core.synth.audit), on three corpora:
 
   samples   the four sample videos (scripts/sample_videos.py) plus generated clips with a black
-            segment, a fade to white, a static title card and a strobe (tests/fixtures_synth.py)
+            segment, a fade to white, a static title card and a strobe (testkit/videos.py)
   crops     22 videos cut from the sample videos: 5 segments of the trailer x 4 crops (full, left,
             right, centre), bikes full and left (re-encoded at 320 px); segments of one trailer
             share scenes, so they are not independent sources
@@ -23,15 +23,14 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))                     # also testkit: what bench shares with tests
 sys.path.insert(0, str(ROOT / "scripts"))
-sys.path.insert(0, str(ROOT / "tests"))
 
 CROPS = {"full": None, "left": "iw/2:ih:0:0", "right": "iw/2:ih:iw/2:0", "centre": "iw/2:ih/2:iw/4:ih/4"}
 
 
 def build(corpus: str, out: Path, videos: dict[str, Path]) -> Path:
-    from fixtures_synth import _fade, _title_card, cut_segment, real_frames, write_video
+    from testkit.videos import _fade, _title_card, cut_segment, real_frames, write_video
     out.mkdir(parents=True)
     if corpus == "samples":
         import numpy as np

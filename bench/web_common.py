@@ -1,16 +1,15 @@
-"""What the web benchmarks share: the tests' fixtures and the sample videos importable, a source
+"""What the web benchmarks share: the sample videos importable (scripts/), a source
 data directory synthesized from two sample videos, latency percentiles and summaries, and the
 machine's load average to print beside every result."""
 from __future__ import annotations
 
 import shutil
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-for _p in (ROOT / "scripts", ROOT / "tests"):     # fixtures_web / fixtures_security, sample_videos
+for _p in (ROOT, ROOT / "scripts"):     # testkit (what bench shares with tests, never tests/ itself), sample_videos
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
@@ -23,8 +22,8 @@ def synth_source(tmp: Path) -> Path:
     vdir.mkdir()
     for name in ("bigbuckbunny", "bikes"):
         shutil.copy(vids[name], vdir / f"{name}.mp4")
-    subprocess.run([sys.executable, "-m", "app.cli", "synth", str(vdir), "--data", str(data), "--per-video", "3",
-                    "--quiet"], cwd=ROOT, check=True)
+    from testkit.cli import run_mvp
+    run_mvp("synth", vdir, "--data", data, "--per-video", "3", "--quiet", timeout=1800)
     return data
 
 

@@ -65,7 +65,7 @@ def _post(c, path: str, body: dict):
 def curator(url: str, name: str, password: str, stop: threading.Event, tally: Tally, think_s: float = 0.0) -> None:
     """Judge puzzles until `stop`: accept/reject alternately; after a request got no answer (the
     server is being restarted) retry with the same session cookie, reloading the state."""
-    from fixtures_security import http_login
+    from testkit.web import http_login
     try:
         c = http_login(url, name, password)
     except Exception as e:   # noqa: BLE001  reported, not swallowed by the thread
@@ -184,8 +184,8 @@ def run(data: Path, db_url: str, users: dict[str, str], admin: tuple[str, str], 
         log: Path | None = None, think_s: float = 0.0, after_restart: tuple[str, ...] | None = None) -> dict:
     """The whole scenario on an existing data directory and database; returns the summary. Before the
     kill every CLI command runs; after the restart those in `after_restart` (default: all)."""
-    from fixtures_security import http_login
-    from fixtures_web import Server, free_port
+    from testkit.web import http_login
+    from testkit.web import Server, free_port
     srv = Server(data, db_url, free_port(), log or data.parent / "durability-serve.log").start()
     stop, tally = threading.Event(), Tally()
     admin_client = http_login(srv.url, *admin)
@@ -234,15 +234,15 @@ def prepare(src: Path, dst: Path, engine: str, n_puzzles: int, n_curators: int) 
     from db.sets.importer import store_records
     from db.review import set_overlap
     from db.users.accounts import add_user
-    from fixtures_security import clone_puzzles
+    from testkit.store import clone_puzzles
     dst.mkdir(parents=True)
     (dst / "frames").symlink_to((src / "frames").resolve(), target_is_directory=True)
     records = [json.loads(line) for line in (src / "puzzles.jsonl").read_text().splitlines() if line.strip()]
     if engine == "sqlite":
         url = f"sqlite:///{dst / 'mvp.sqlite'}"
     else:
-        from fixtures_store import _create_pg_database
-        url = _create_pg_database()
+        from testkit.store import create_pg_database
+        url = create_pg_database()
     Session = open_db(url, dst)
     with Session() as s:
         store_records(s, records)
@@ -280,8 +280,8 @@ def main() -> int:
             results[eng] = run(tmp / eng / "data", url, users, admin, args.seconds)
             print(json.dumps(results[eng]), flush=True)
             if eng == "postgresql":
-                from fixtures_store import _drop_pg_database
-                _drop_pg_database(url)
+                from testkit.store import drop_pg_database
+                drop_pg_database(url)
     keys = ["acknowledged", "lost", "duplicated_events", "puzzles_over_k", "requests_failed_during_restart",
             "wal_deleted_under_server", "verdict_p50_ms", "verdict_p95_ms", "verdicts_per_s"]
     print("\n" + f"{'':32}" + "".join(f"{e:>14}" for e in results))

@@ -1,5 +1,5 @@
 """Play-in-gap latency on the curate page, measured in Chromium: from the `p` key press (keydown, in
-the page) to the first frame of the chosen sequence drawn inside the gap (static/curate.js emits
+the page) to the first frame of the chosen sequence drawn inside the gap (app/web/pages/curate/curate.js emits
 "play-started" once that frame is decoded and shown).
 
 Uncached: the puzzle's frames have names of their own (copies, see bench/web_verdict_latency.py
@@ -63,7 +63,7 @@ def main() -> int:
     ap.add_argument("--plays", type=int, default=30)
     ap.add_argument("--data", type=Path, default=None, help="a synthesized data directory to clone from")
     args = ap.parse_args()
-    from fixtures_web import CHROMIUM, CHROMIUM_ARGS
+    from testkit.web import CHROMIUM, CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td)

@@ -29,8 +29,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))                     # also testkit: what bench shares with tests
 sys.path.insert(0, str(ROOT / "scripts"))
 G = 8
 
@@ -79,7 +78,7 @@ def mvp(*argv) -> None:
 def build(data: Path) -> tuple[str, object]:
     """Synthesize, add a researcher, store G=8 answers for a base model and one checkpoint."""
     import sample_videos as sv
-    from fixtures_web import store_answers
+    from testkit.store import store_answers
 
     from db.engine import open_db
     from db.users.accounts import add_user
@@ -100,7 +99,7 @@ def build(data: Path) -> tuple[str, object]:
 
 
 def serve(data: Path, url: str, root: Path = ROOT):
-    from fixtures_web import free_port
+    from testkit.web import free_port
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--data", str(data), "--db", url, "--port",
                              str(port)], cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
@@ -180,7 +179,7 @@ def main() -> int:
                     help="a copy of an older tree: served over a copy of the same data, measured in alternating "
                          "rounds in the same browser, so both see the same machine load")
     args = ap.parse_args()
-    from fixtures_web import CHROMIUM, CHROMIUM_ARGS
+    from testkit.web import CHROMIUM, CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
 
     from mvp_core.train.rundir import read_metrics

@@ -47,7 +47,7 @@ MEASURE_JS = """
     if ('ars'.includes(e.key)) { t0 = performance.now(); last = t0;
       old = document.querySelector('#mvp-puzzle').dataset.puzzleId; }
   }, true);
-  // static/curate.js (the JSON path) says when the server has recorded the verdict
+  // app/web/pages/curate/curate.js (the JSON path) says when the server has recorded the verdict
   document.addEventListener('mvp-curate', e => {
     if (e.detail.type === 'confirmed' && last !== null) {
       window.mvpConfirm.push(performance.now() - last); window.mvpHit.push(e.detail.hit); }
@@ -130,7 +130,7 @@ class Variant:
     """One server (this tree's code, or an older copy's with --compare) and one logged-in page."""
 
     def __init__(self, name: str, root: Path, data: Path, url: str):
-        from fixtures_web import free_port
+        from testkit.web import free_port
         self.name, self.port = name, free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = data.parent / f"serve_{name}.log"
@@ -150,8 +150,8 @@ class Variant:
                 if self.proc.poll() is not None or time.time() > deadline:
                     raise RuntimeError(f"{self.name} server did not start:\n{self.log.read_text()}") from None
                 time.sleep(0.3)
-        from fixtures_web import login
-        _, page = login(browser, self.base, "bench", "bench-pass-1", "/curate/")
+        from testkit.web import browser_login
+        _, page = browser_login(browser, self.base, "bench", "bench-pass-1", "/curate/")
         self.page = page
         page.wait_for_selector("#mvp-puzzle[data-puzzle-id]", timeout=60000)
         page.wait_for_function("() => window.mvpHotkeysInstalled")
@@ -208,7 +208,7 @@ def main() -> int:
                     help="a copy of an older tree (its app/ db/ mvp_core/ static/): served over a copy of the "
                          "same database, measured in alternating blocks with this tree's code")
     args = ap.parse_args()
-    from fixtures_web import CHROMIUM, CHROMIUM_ARGS
+    from testkit.web import CHROMIUM, CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td)

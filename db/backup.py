@@ -10,7 +10,6 @@ PostgreSQL: `pg_dump` takes a consistent snapshot without blocking writers; `bac
 on PATH (custom format, restore with `pg_restore --clean --dbname URL FILE`), else says how."""
 from __future__ import annotations
 
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine, make_url
 
+from mvp_core.atomic import atomic_path
 from mvp_core.errors import UserError
 
 
@@ -36,26 +36,24 @@ def backup(engine: Engine, out: Path) -> dict:
         return _pg_backup(engine, out)
     if engine.dialect.name != "sqlite":
         raise UserError(f"no backup for {engine.dialect.name} databases")
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    raw = engine.raw_connection()       # a normal SQLite connection: busy timeout, WAL, locks intact
-    try:
-        src: sqlite3.Connection = raw.driver_connection
-        dst = sqlite3.connect(tmp)
+    with atomic_path(out) as tmp:
+        raw = engine.raw_connection()       # a normal SQLite connection: busy timeout, WAL, locks intact
         try:
-            # one step: in WAL mode it reads one snapshot without blocking the server's writers (a
-            # stepwise copy restarts whenever another process writes, so it may never finish)
-            src.backup(dst)
-            ok = dst.execute("PRAGMA integrity_check").fetchone()[0]
-            pages = dst.execute("PRAGMA page_count").fetchone()[0]
-            dst.execute("PRAGMA journal_mode=DELETE")   # one self-contained file
+            src: sqlite3.Connection = raw.driver_connection
+            dst = sqlite3.connect(tmp)
+            try:
+                # one step: in WAL mode it reads one snapshot without blocking the server's writers (a
+                # stepwise copy restarts whenever another process writes, so it may never finish)
+                src.backup(dst)
+                ok = dst.execute("PRAGMA integrity_check").fetchone()[0]
+                pages = dst.execute("PRAGMA page_count").fetchone()[0]
+                dst.execute("PRAGMA journal_mode=DELETE")   # one self-contained file
+            finally:
+                dst.close()
         finally:
-            dst.close()
-    finally:
-        raw.close()
-    if ok != "ok":
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"the backup copy failed its integrity check ({ok}); nothing was written")
-    os.replace(tmp, out)
+            raw.close()
+        if ok != "ok":                      # the temporary copy is removed, `out` never appears
+            raise UserError(f"the backup copy failed its integrity check ({ok}); nothing was written")
     return {"engine": "sqlite", "out": str(out), "pages": pages, "bytes": out.stat().st_size}
 
 

@@ -121,6 +121,8 @@ def user_engine(url: str) -> Engine:
     if db_file and db_file != ":memory:" and os.path.exists(db_file) and not os.path.isfile(db_file):
         # /dev/zero opens as an empty database and fails only on the first write
         raise UserError(f"database {shown}: {db_file} is not a file")
+    if db_file and db_file != ":memory:":
+        _sqlite_file(db_file, shown)
     try:
         engine = make_engine(url)
         with engine.connect() as conn:
@@ -133,7 +135,50 @@ def user_engine(url: str) -> Engine:
     return engine
 
 
-def open_db(url: str | None = None, data: str | os.PathLike | None = None) -> sessionmaker:
+def _sqlite_file(path: str, shown: str) -> None:
+    """A zero-byte file is refused (SQLite would silently make it a new, empty studio with no users: a
+    truncated database must be restored, not replaced); a new database file is created readable by its
+    owner only (0600: it holds password hashes and sessions)."""
+    from mvp_core.errors import UserError
+    try:
+        if os.path.getsize(path) == 0:
+            raise UserError(f"database {shown} is an empty file (0 bytes): refusing to start over it; "
+                            "restore it from a backup, or delete it to start a new studio")
+        return
+    except FileNotFoundError:
+        pass
+    if os.path.isdir(os.path.dirname(path) or "."):
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except FileExistsError:
+            pass
+        except OSError:
+            pass          # e.g. a read-only folder: connecting below says what is wrong
+
+
+def quick_check(engine: Engine) -> None:
+    """PRAGMA quick_check on a SQLite database (run when the server starts): a database with damaged pages
+    is refused with one line instead of being served until requests crash ("malformed")."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from mvp_core.errors import UserError
+    if engine.dialect.name != "sqlite":
+        return
+    shown = engine.url.render_as_string(hide_password=True)
+    try:
+        with engine.connect() as conn:
+            rows = [r[0] for r in conn.exec_driver_sql("PRAGMA quick_check").fetchall()]
+    except SQLAlchemyError as e:
+        why = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+        raise UserError(f"database {shown} fails its integrity check ({why}); restore it from a backup") from None
+    if rows != ["ok"]:
+        raise UserError(f"database {shown} fails its integrity check ({rows[0][:200]}); restore it from a backup")
+
+
+def open_db(url: str | None = None, data: str | os.PathLike | None = None, check: bool = False) -> sessionmaker:
+    """Sessions on the database (schema brought up to date); `check`: run quick_check first (the server)."""
     engine = user_engine(database_url(url, data))
+    if check:
+        quick_check(engine)
     upgrade(engine)
     return sessionmaker(engine, expire_on_commit=False)

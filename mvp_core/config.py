@@ -69,6 +69,8 @@ def _load_yaml(text: str, source: str):
     loader._source = source
     try:
         return loader.get_single_data()
+    except RecursionError:        # [[[[... thousands deep: the parser recurses; no config nests like that
+        raise UserError(f"{source}: the YAML nests too deeply; a config is a short mapping") from None
     finally:
         loader.dispose()
 

@@ -64,9 +64,6 @@ class Puzzle:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def to_json(self) -> str:
-        return canonical_json(self.to_dict())
-
     @classmethod
     def from_dict(cls, d: dict) -> "Puzzle":
         why = record_problem(d)

@@ -1,11 +1,10 @@
-"""The fine-grained MVP reward (docs/ARCHITECTURE.md, "Reward"), as pure functions.
-
-`mvp_reward` keeps TRL's reward signature `f(prompts, completions, **columns) -> list[float]`; the
-per-term breakdown comes from `score_completion`."""
+"""The fine-grained MVP reward (docs/ARCHITECTURE.md, "Reward"), as pure functions, and the one definition
+of the answer format it reads (`render_answer`, `FORMAT_HINT`): the prompt, the SFT targets and the exports
+write answers with `render_answer`, so every one of them scores full reward here."""
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 TERMS = ("format", "selection", "order", "exact")
 # Default weights (DESIGN.md section 3). The total is the weighted MEAN of the terms (weights divided by
@@ -31,6 +30,15 @@ def check_weights(weights: dict) -> dict:
     if sum(merged.values()) <= 0:
         raise ValueError("reward_weights are all 0: no term would count")
     return merged
+
+# The answer format, defined once: a think block, then the labels in order, comma separated.
+FORMAT_HINT = "<think>...</think><answer>{example}</answer>"   # shown to the model in the prompt
+
+
+def render_answer(labels: list[str], think: str = "") -> str:
+    """The well-formed completion for `labels` with reasoning `think` (the format `extract_answer` reads)."""
+    return f"<think>{think}</think><answer>{', '.join(labels)}</answer>"
+
 
 # Tags tolerate case and inner spacing ("< Answer >", "</ answer>"): small models drift on these.
 _THINK = re.compile(r"<\s*think\s*>(.*?)<\s*/\s*think\s*>", re.S | re.I)
@@ -131,44 +139,4 @@ def score_completion(completion: str, answer: list[str], pool: list[str],
 def score_prediction(labels: list[str], answer: list[str], pool: list[str],
                      weights: dict | None = None) -> RewardTerms:
     """Score a label list directly (a heuristic solver's output), as if well formatted."""
-    text = "<think></think><answer>" + ", ".join(labels) + "</answer>"
-    return score_completion(text, answer, pool, weights)
-
-
-def _completion_text(c) -> str:
-    # TRL passes strings, or chat lists [{"role": "assistant", "content": "..."}].
-    if isinstance(c, str):
-        return c
-    if isinstance(c, list) and c and isinstance(c[-1], dict):
-        return str(c[-1].get("content", ""))
-    return str(c)
-
-
-def mvp_reward(prompts, completions, answer=None, options=None, **columns) -> list[float]:
-    """TRL-style reward: `answer` is a list (per sample) of label lists, `options` the pools
-    (lists of labels or option dicts)."""
-    out = []
-    for i, c in enumerate(completions):
-        pool = [o["label"] if isinstance(o, dict) else o for o in options[i]]
-        out.append(score_completion(_completion_text(c), list(answer[i]), pool).total)
-    return out
-
-
-def terms_dict(t: RewardTerms) -> dict:
-    return asdict(t)
-
-
-def term_reward(term: str):
-    """A TRL-style reward function for one term ("format", "selection", "order", "exact"), e.g. to
-    log each term as its own reward in TRL; weights then live in TRL's `reward_weights`."""
-    if term not in TERMS:
-        raise ValueError(f"unknown reward term {term!r}")
-
-    def f(prompts, completions, answer=None, options=None, **columns) -> list[float]:
-        out = []
-        for i, c in enumerate(completions):
-            pool = [o["label"] if isinstance(o, dict) else o for o in options[i]]
-            out.append(getattr(score_completion(_completion_text(c), list(answer[i]), pool), term))
-        return out
-    f.__name__ = f"mvp_{term}_reward"
-    return f
+    return score_completion(render_answer(labels), answer, pool, weights)

@@ -2,7 +2,6 @@
 on puzzles over real frames (`model_data` and `tiny_model_dir` come from fixtures_model)."""
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -25,10 +24,7 @@ def tiny_overrides(model_dir: Path, data: Path, out: Path, **extra) -> list[str]
     return [f"{k}={v}" for k, v in base.items()]
 
 
-def mvp_env() -> dict:
-    """Environment for `python -m app.cli` subprocesses: repo on the path, few threads (2 shared cores)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-    return env
+from testkit.cli import mvp_env  # noqa: E402,F401  (the one CLI environment, shared with bench/)
 
 
 @pytest.fixture

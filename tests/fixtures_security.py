@@ -5,37 +5,13 @@ over plain HTTP the way a browser does (GET the form for its CSRF token, then PO
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from pathlib import Path
 
 import httpx
 import pytest
-from fixtures_web import Server  # noqa: F401  (the suite's modules import it from here)
-
-CSRF_RE = re.compile(r'name="csrf" value="([^"]+)"')
-
-
-def login_form(url: str, client: httpx.Client | None = None, headers: dict | None = None) -> tuple[httpx.Client, str]:
-    """(client holding the login-CSRF cookie, the form's token)."""
-    c = client or httpx.Client(base_url=url, timeout=60, follow_redirects=False)
-    r = c.get("/login", headers=headers or {})
-    assert r.status_code == 200, r.text
-    return c, CSRF_RE.search(r.text).group(1)
-
-
-def post_login(c: httpx.Client, token: str, name: str, password: str, headers: dict | None = None,
-               next_url: str = "/") -> httpx.Response:
-    return c.post("/login", data={"username": name, "password": password, "csrf": token, "next": next_url},
-                  headers=headers or {})
-
-
-def http_login(url: str, name: str, password: str, headers: dict | None = None) -> httpx.Client:
-    """An httpx client logged in as `name` (asserts the login worked)."""
-    c, tok = login_form(url, headers=headers)
-    r = post_login(c, tok, name, password, headers=headers)
-    assert r.status_code == 303, (r.status_code, r.text[:300])
-    return c
+from testkit.store import clone_puzzles  # noqa: F401  (shared with bench/)
+from testkit.web import CSRF_RE, Server, http_login, login_form, post_login  # noqa: F401  (the suite's modules import them from here)
 
 
 def session_token(url: str, name: str, password: str, headers: dict | None = None) -> str:
@@ -49,37 +25,6 @@ def sqlite_copy(src: Path, dst: Path) -> None:
         s.backup(d)
     s.close()
     d.close()
-
-
-def clone_puzzles(Session, n: int) -> int:
-    """Copy the stored puzzles under new ids until there are `n` (same frames, so they render and serve
-    like real ones); the review queue learns them through its trigger."""
-    from sqlalchemy import func, insert, select
-
-    from db.models import Option, Puzzle
-    from db.review import sync_queue
-    with Session() as s:
-        rows = s.scalars(select(Puzzle)).all()
-        opts = {r.id: s.scalars(select(Option).where(Option.puzzle_id == r.id)).all() for r in rows}
-        have = s.scalar(select(func.count()).select_from(Puzzle))
-        puz, opt = [], []
-        for i in range(n - have):
-            r = rows[i % len(rows)]
-            pid = f"c{i:05d}{r.id[6:]}"[:32]
-            rec = json.loads(r.record_json)
-            rec["id"] = pid
-            puz.append({"id": pid, "video_id": r.video_id, "params_key": r.params_key, "mask_start": r.mask_start,
-                        "mask_length": r.mask_length, "n_options": r.n_options,
-                        "record_json": json.dumps(rec, sort_keys=True, separators=(",", ":"))})
-            opt += [{"puzzle_id": pid, "label": o.label, "uri": o.uri, "t": o.t, "source_video_id": o.source_video_id,
-                     "kind": o.kind, "difficulty": o.difficulty} for o in opts[r.id]]
-        if puz:
-            s.execute(insert(Puzzle), puz)
-            s.execute(insert(Option), opt)
-        s.commit()
-        sync_queue(s)
-        s.commit()
-        return s.scalar(select(func.count()).select_from(Puzzle))
 
 
 @pytest.fixture(scope="session")
@@ -121,8 +66,15 @@ PASSWORD = {f"cur{i:02d}": f"cur{i:02d}-password" for i in range(20)} | {"mallor
 def sec_server(sec_data, tmp_path_factory):
     """`mvp serve` on the security suite's own data directory."""
     from fixtures_web import free_port
+    import os
     data, url, _ = sec_data
-    srv = Server(data, url, free_port(), data.parent / "serve.log").start()
+    # the suite's login tests speak as many client addresses through X-Forwarded-For: this server
+    # trusts the test's own address as a proxy (by default nobody is trusted)
+    os.environ["MVP_TRUSTED_PROXIES"] = "127.0.0.1"
+    try:
+        srv = Server(data, url, free_port(), data.parent / "serve.log").start()
+    finally:
+        del os.environ["MVP_TRUSTED_PROXIES"]
     yield srv
     srv.stop()
 

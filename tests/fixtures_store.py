@@ -11,16 +11,14 @@ import os
 import shutil
 import subprocess
 import sys
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 from sqlalchemy.orm import sessionmaker
+from testkit.store import PG_URL, create_pg_database, drop_pg_database  # noqa: F401  (shared with bench/)
 
-PG_URL = os.environ.get("MVP_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 ENGINES = ["sqlite", "postgresql"]
 
 
@@ -34,21 +32,7 @@ class StoreDB:
     records: list[dict]
 
 
-def _create_pg_database() -> str:
-    name = f"mvp_store_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-
-
-def _drop_pg_database(url: str) -> None:
-    name = make_url(url).database
-    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+_create_pg_database, _drop_pg_database = create_pg_database, drop_pg_database
 
 
 def _migrated_pg_database():

@@ -5,50 +5,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-
-def real_frames(path: Path, n: int, size: tuple[int, int] | None = None, fps: float = 2.0) -> list[np.ndarray]:
-    """n RGB frames sampled at `fps` from a real video, optionally resized to (w, h)."""
-    from PIL import Image
-
-    from mvp_core.video.decode import iter_frames
-    out = []
-    for _, img in iter_frames(path, fps, 4096, backend="pyav"):
-        if size:
-            img = np.asarray(Image.fromarray(img).resize(size, Image.BILINEAR))
-        out.append(img)
-        if len(out) == n:
-            break
-    return out
-
-
-def write_video(path: Path, frames: list[np.ndarray], fps: int = 4, codec: str = "libx264",
-                times: list[float] | None = None, container_format: str | None = None) -> Path:
-    """Encode frames with PyAV; `times` (seconds) gives each frame its own timestamp (VFR)."""
-    import av
-    h, w = frames[0].shape[:2]
-    with av.open(str(path), "w", format=container_format) as c:
-        rate = Fraction(fps) if times is None else Fraction(1000)
-        s = c.add_stream(codec, rate=rate)
-        s.width, s.height = w, h
-        s.pix_fmt = "rgb8" if codec == "gif" else "yuv420p"
-        if times is not None:
-            s.time_base = Fraction(1, 1000)
-        for i, f in enumerate(frames):
-            vf = av.VideoFrame.from_ndarray(f, format="rgb24")
-            if times is not None:
-                vf.pts = int(round(times[i] * 1000))
-                vf.time_base = Fraction(1, 1000)
-            for pkt in s.encode(vf):
-                c.mux(pkt)
-        for pkt in s.encode():
-            c.mux(pkt)
-    return path
+from testkit.videos import _fade, _title_card, cut_segment, ffmpeg, real_frames, write_video  # noqa: F401  (shared with bench/)
 
 
 def write_audio_only(path: Path, seconds: float = 2.0) -> Path:
@@ -66,11 +27,6 @@ def write_audio_only(path: Path, seconds: float = 2.0) -> Path:
         for pkt in s.encode():
             c.mux(pkt)
     return path
-
-
-def ffmpeg() -> str:
-    import imageio_ffmpeg
-    return imageio_ffmpeg.get_ffmpeg_exe()
 
 
 @pytest.fixture(scope="session")
@@ -113,28 +69,6 @@ def bad_corpus(tmp_path_factory, sample_videos) -> tuple[Path, dict[str, str]]:
     shutil.copy(sample_videos["bikes"], d / "new\nline.mp4"); exp["new\nline.mp4"] = "puzzles"
     shutil.copy(sample_videos["bikes"], os.fsdecode(bytes(d) + b"/latin\xe9.mp4"))
     return d, exp
-
-
-def cut_segment(src: Path, dst: Path, start_s: float, seconds: float, width: int = 320,
-                crop: str | None = None) -> Path:
-    """A segment of a real video re-encoded small (optionally cropped first: ffmpeg crop=w:h:x:y)."""
-    vf = (f"crop={crop}," if crop else "") + f"scale={width}:-2"
-    subprocess.run([ffmpeg(), "-y", "-loglevel", "error", "-ss", str(start_s), "-t", str(seconds), "-i", str(src),
-                    "-an", "-vf", vf, "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", str(dst)],
-                   check=True)
-    return dst
-
-
-def _title_card(text: str, size: tuple[int, int] = (320, 180)) -> np.ndarray:
-    from PIL import Image, ImageDraw
-    im = Image.new("RGB", size, (0, 0, 0))
-    ImageDraw.Draw(im).text((size[0] // 4, size[1] // 2 - 6), text, fill=(255, 255, 255))
-    return np.asarray(im)
-
-
-def _fade(a: np.ndarray, colour: int, steps: int) -> list[np.ndarray]:
-    flat = np.full_like(a, colour)
-    return [((1 - k / steps) * a + (k / steps) * flat).astype(np.uint8) for k in range(1, steps + 1)]
 
 
 @pytest.fixture(scope="session")

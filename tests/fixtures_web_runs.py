@@ -4,14 +4,12 @@ then `mvp serve` on a free port. Session-scoped: the e2e test and the page bench
 (and the run the e2e test trains)."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from fixtures_web import PASSWORDS, ROLES, Server, free_port, two_video_corpus
+from testkit.cli import run_mvp
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,11 +24,7 @@ class Studio:
 
 
 def _mvp(*argv, timeout=600) -> str:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    res = subprocess.run([sys.executable, "-m", "app.cli", *map(str, argv)], check=False, cwd=ROOT,
-                         capture_output=True, text=True, timeout=timeout, env=env)
-    assert res.returncode == 0, res.stdout + res.stderr
-    return res.stdout
+    return run_mvp(*argv, timeout=timeout).stdout
 
 
 @pytest.fixture(scope="session")

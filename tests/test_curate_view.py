@@ -1,10 +1,10 @@
-"""The curate view's templates (app/web/templates/curate_*.html): a blind view says nothing about
+"""The curate view's templates (app/web/pages/curate/curate_*.html): a blind view says nothing about
 targets, the revealed one marks them and scores the answer, and every value is escaped."""
 from __future__ import annotations
 
 from curate_steps import assert_blind
 
-from app.web.pages.curate_view import filter_html, filmstrip_html, list_html, progress_html, puzzle_html
+from app.web.pages.curate.view import filter_html, filmstrip_html, list_html, progress_html, puzzle_html
 from mvp_core.puzzle import Puzzle
 
 RECORD = {"id": "p<1>", "answer": ["C", "A"], "mask": {"start": 1, "length": 2},

@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from testkit.cli import run_mvp
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -23,11 +24,7 @@ ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
 
 def mvp(*args, check: bool = True, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
-    r = subprocess.run([PY, "-m", "app.cli", *map(str, args)], cwd=ROOT, env=ENV, capture_output=True,
-                       text=True, timeout=timeout, **kw)
-    if check:
-        assert r.returncode == 0, r.stderr[-2000:]
-    return r
+    return run_mvp(*args, check=check, timeout=timeout, env=ENV, **kw)
 
 
 def one_line_error(r: subprocess.CompletedProcess, needle: str) -> None:

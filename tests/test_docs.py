@@ -31,6 +31,35 @@ def test_named_paths_exist(doc):
 
 
 def test_the_import_direction_is_the_enforced_one():
-    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
-    order = sorted(LAYERS, key=LAYERS.get, reverse=True)            # app, db, mvp_core
-    assert " -> ".join(order) in text, f"ARCHITECTURE.md should state the direction {' -> '.join(order)}"
+    """ARCHITECTURE.md's one `layers:` line lists exactly test_architecture's LAYERS, outermost first."""
+    lines = [ln.strip() for ln in (ROOT / "docs" / "ARCHITECTURE.md").read_text().splitlines()
+             if ln.strip().startswith("layers:")]
+    assert len(lines) == 1, f"ARCHITECTURE.md should have one 'layers:' line, has {len(lines)}"
+    stated = [x.strip() for x in lines[0].removeprefix("layers:").split("->")]
+    assert stated == sorted(LAYERS, key=LAYERS.get, reverse=True), stated
+
+
+def _imports(path: Path) -> set[str]:
+    import ast
+    mods = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            mods |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            mods.add(node.module)
+    return mods
+
+
+def test_bench_shares_with_tests_only_through_testkit():
+    """bench/ never imports the tests' fixtures (what both need lives in testkit/), testkit imports neither,
+    and the shipped packages never import testkit."""
+    tests_mods = {p.stem for p in (ROOT / "tests").glob("*.py")}
+    bad = [f"{p.relative_to(ROOT)} imports {m}" for p in sorted((ROOT / "bench").glob("*.py"))
+           for m in _imports(p) if m.split(".")[0] in tests_mods | {"tests"}]
+    bad += [f"{p.relative_to(ROOT)} imports {m}" for p in sorted((ROOT / "testkit").glob("*.py"))
+            for m in _imports(p) if m.split(".")[0] in tests_mods | {"tests", "bench"}]
+    bad += [f"{p.relative_to(ROOT)} imports {m}" for top in ("app", "db", "mvp_core")
+            for p in sorted((ROOT / top).rglob("*.py")) for m in _imports(p) if m.split(".")[0] == "testkit"]
+    assert not bad, bad
+    on_path = [p.name for p in (ROOT / "bench").glob("*.py") if 'ROOT / "tests"' in p.read_text()]
+    assert not on_path, f"bench files put tests/ on sys.path: {on_path}"

@@ -7,12 +7,10 @@ import pytest
 from mvp_core.reward import (
     DEFAULT_WEIGHTS,
     extract_answer,
-    mvp_reward,
     parse_labels,
     score_completion,
     score_labels,
     score_prediction,
-    term_reward,
 )
 
 POOL = list("ABCDEFG")
@@ -109,19 +107,6 @@ def test_weights_and_solver_scoring():
     assert score_prediction(["C", "A", "F"], ANSWER, POOL).total == 1
     assert score_prediction([], ANSWER, POOL).total == 0
     assert sum(DEFAULT_WEIGHTS.values()) == pytest.approx(1.0)
-
-
-def test_trl_signature():
-    opts = [{"label": x} for x in POOL]
-    comps = [wrap("C, A, F"), [{"role": "assistant", "content": wrap("C, A")}], "garbage"]
-    r = mvp_reward(["p"] * 3, comps, answer=[ANSWER] * 3, options=[opts, POOL, POOL], extra=[1, 2, 3])
-    assert r[0] == pytest.approx(1.0)
-    assert r[1] == pytest.approx(0.1 + 0.3 * 2 / 3 + 0.3)
-    assert r[2] == 0.0
-    assert term_reward("selection")(["p"], [wrap("C")], answer=[ANSWER], options=[POOL]) == [pytest.approx(1 / 3)]
-    assert term_reward("format").__name__ == "mvp_format_reward"
-    with pytest.raises(ValueError):
-        term_reward("bogus")
 
 
 def test_split_completion_reads_what_the_parser_reads():

@@ -92,7 +92,7 @@ def test_tiny_model_rollout_eval_end_to_end(capsys, tmp_path, synth_dir):
     assert md == out and "| all | " in md and "boundary" in md
     assert "Humans (curators, blind) on the 1 puzzles of this set they answered (1 answers): exact 1.000" in md
     # the stored eval on the web (Stats / Rollouts): the curators' row beside the solvers, read now
-    from app.web.pages.stats_eval import chart_html, load, summary_html
+    from app.web.pages.stats.eval import chart_html, load, summary_html
     html = summary_html(*load(Session))
     assert '<td>humans (curators, blind)</td><td>1</td><td>1.000' in html, html
     with Session() as s:

@@ -140,7 +140,7 @@ class _RunsCommand:
 def test_rollouts_panel_shows_both_answers_and_energies(tiny_policy, model_data, torch_one_thread):
     from fixtures_model import dir_loader
 
-    from app.web.pages.rollouts_steer import compare_html, compare_puzzle
+    from app.web.pages.rollouts.steer import compare_html, compare_puzzle
     from mvp_core.steer.bank import EnergyBank
     from mvp_core.steer.config import EnergyConfig, SplitMetrics, SteerConfig
     from mvp_core.steer.energy import EnergyMLP

@@ -6,11 +6,10 @@ labels from curator verdicts instead of answers."""
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
-from fixtures_grpo import PYTHON, ROOT, mvp_env
 from fixtures_model import dir_loader, make_puzzles
+from testkit.cli import run_mvp
 
 VIDEOS = {"bikes": (4.0, 9.5), "trailer_bbb": (1.0, 24.0), "bigbuckbunny": (4.0, 4.9), "carphone_pristine": (5.0, 3.9)}
 
@@ -44,10 +43,7 @@ def solver_run(tmp_path_factory, sample_videos):
 
 
 def _mvp(*args, timeout=900):
-    r = subprocess.run([PYTHON, "-m", "app.cli", *args], check=False, cwd=ROOT, env=mvp_env(), capture_output=True,
-                       text=True, timeout=timeout)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
-    return r.stdout
+    return run_mvp(*args, timeout=timeout).stdout
 
 
 @pytest.mark.slow

@@ -4,11 +4,11 @@ checkpoint on a split it trained on is refused unless --allow-trained-split."""
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 import yaml
-from fixtures_grpo import PYTHON, ROOT, mvp_env, tiny_overrides
+from fixtures_grpo import tiny_overrides
+from testkit.cli import run_mvp
 
 
 
@@ -43,8 +43,7 @@ def split_set(model_data, tmp_path):
 
 
 def _run(*argv):
-    return subprocess.run([PYTHON, "-m", "app.cli", *map(str, argv)], cwd=ROOT, env=mvp_env(),
-                          capture_output=True, text=True, timeout=900)
+    return run_mvp(*argv, check=False, timeout=900)
 
 
 @pytest.mark.parametrize("trainer", ["train", "sft"])
@@ -65,7 +64,7 @@ def test_set_runs_keep_only_train_puzzles(trainer, split_set, tiny_model_dir, tm
 
     # the checkpoint scored on the trained split: refused in one line; on test: allowed to start
     ckpt = out / "checkpoints" / "step_000001"
-    for split, flag, refused in (("train", [], True), (None, [], True), ("train", ["--allow-trained-split"], False)):
+    for split, flag, refused in (("train", [], True), (None, [], False), ("train", ["--allow-trained-split"], False)):
         argv = ["eval", "--model", ckpt, "--set", "s", "--db", url, "--data", data, "--limit", "1",
                 "--max-new-tokens", "2", *(["--split", split] if split else []), *flag]
         res = _run(*argv)
@@ -74,6 +73,8 @@ def test_set_runs_keep_only_train_puzzles(trainer, split_set, tiny_model_dir, tm
             assert "Traceback" not in res.stderr
         else:
             assert res.returncode == 0, res.stderr
+            if split is None:                 # the whole set asked: the trained split left out, and said
+                assert "outside the trained split train" in res.stderr, res.stderr
 
 
 def test_naming_a_split_trains_on_it_and_says_so(split_set, tiny_model_dir, tmp_path):

@@ -11,19 +11,16 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
-import sys
 
 import pytest
-from fixtures_grpo import ROOT, mvp_env
+from fixtures_grpo import ROOT
+from testkit.cli import run_mvp
 
 WARM_START = ROOT / "assets" / "clock-sft"
 
 
 def _mvp(*args) -> None:
-    r = subprocess.run([sys.executable, "-m", "app.cli", *map(str, args)], cwd=ROOT, env=mvp_env(),
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, f"mvp {args[0]}: {r.stdout[-2000:]}{r.stderr[-2000:]}"
+    run_mvp(*args, timeout=300)
 
 
 @pytest.mark.slow

@@ -98,7 +98,8 @@ def test_only_files_under_the_data_dir_are_served(web_app, tmp_path):
             assert st in (400, 401, 403, 404, 405), (path, st)
             assert b"TOP SECRET" not in body and b"root:" not in body and b"PAGE_ROLES" not in body, path
         assert raw_get(web_app, "/data/frames/ok_link.jpg", cookie)[0] == 200
-        assert raw_get(web_app, "/static/hotkeys.js", cookie)[0] == 200
+        assert raw_get(web_app, "/static/pages/curate/hotkeys.js", cookie)[0] == 200
+        assert raw_get(web_app, "/static/pages/curate/page.py", cookie)[0] == 404   # only listed scripts
     finally:
         link.unlink()
         dlink.unlink()
@@ -138,7 +139,7 @@ def test_curator_is_refused_rollouts_stats_and_admin(web_app, browser):
 
 
 def test_curate_api_checks_session_and_input(web_app):
-    """The curate page's JSON API (app/web/curate_api.py): no session, no access; bad input gets one
+    """The curate page's JSON API (app/web/pages/curate/api.py): no session, no access; bad input gets one
     clear line and writes nothing."""
     from sqlalchemy import func, select
 
@@ -178,7 +179,7 @@ def test_curate_api_checks_session_and_input(web_app):
 
 
 def test_rollouts_view_api_checks_session_role_and_input(web_app):
-    """The Rollouts page's view API (app/web/rollouts_api.py): researchers only; the default view is
+    """The Rollouts page's view API (app/web/pages/rollouts/api.py): researchers only; the default view is
     the page's first puzzle; a version that has no answers or an overlong parameter is one line."""
     from urllib.parse import quote
     st, body = raw_get(web_app, "/rollouts/api/view")

@@ -133,27 +133,6 @@ def _verdicts_seen(api: list[dict]) -> int:
     return sum(a["action"] == "verdict" for a in api)
 
 
-@pytest.fixture
-def fresh_curator(web_app):
-    """A curator of its own, with every puzzle open to it whatever earlier tests judged (overlap k raised
-    to the maximum while the test runs, restored after): the test needs no data other tests leave."""
-    import uuid
-
-    from db import review
-    from db.users.accounts import add_user
-    name, password = f"skipper{uuid.uuid4().hex[:8]}", "a-long-password-for-skips"
-    with web_app.Session() as s:
-        add_user(s, name, "curator", password)
-        old_k = review.overlap_k(s)
-        s.commit()
-        review.set_overlap(s, 50)
-        s.commit()
-    yield name, password
-    with web_app.Session() as s:
-        review.set_overlap(s, old_k)
-        s.commit()
-
-
 def test_filter_the_queue_and_skips_come_back(web_app, browser, fresh_curator):
     """The per-video view lists every puzzle of the video and makes the queue hand out only those;
     skipping them all brings the first skipped one back; the filter bar narrows the queue by status

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from app.web.common import form_number
-from app.web.pages.data_ops import parse_splits
+from app.web.pages.data.ops import parse_splits
 from mvp_core.errors import UserError
 
 

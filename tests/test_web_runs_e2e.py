@@ -25,7 +25,7 @@ def pick(page, elem_id: str, text: str) -> None:
 
 def curate_all(browser, studio) -> int:
     """The curator solves each puzzle (its true answer), then accepts it, through POST
-    /curate/api/* (what static/curate.js calls)."""
+    /curate/api/* (what app/web/pages/curate/curate.js calls)."""
     from db.models import Puzzle
     ctx, _page = login(browser, studio, "cora", path="/curate/")
     try:
@@ -97,10 +97,14 @@ def wait_attr(page, selector: str, attr: str, pred, timeout_s: float):
     raise AssertionError(f"{selector}[{attr}] stayed {last!r}")
 
 
-# The steps run in file order and hand over through `studio.shared` (one studio, one trained run);
-# each is its own test so each stays inside the per-test time limit on a loaded machine.
+# Each step is a module-scoped fixture that builds on the one before (one studio, one trained run), so
+# any test runs alone or in any order: it asks for the step it checks and gets the earlier ones built.
+# A test run alone builds the whole chain in its setup, hence the limit covering the chain.
+pytestmark.append(pytest.mark.timeout(1800))
 
-def test_1_curate_and_freeze(studio, browser):
+
+@pytest.fixture(scope="module")
+def frozen(studio, browser) -> str:
     from db.sets.curated import freeze_set
     phase("studio ready")
     from sqlalchemy import func, select
@@ -112,13 +116,21 @@ def test_1_curate_and_freeze(studio, browser):
     with studio.Session() as s:
         freeze_set(s, SET, min_distractors=2)
         s.commit()
-    studio.shared["set"] = SET
     phase("curated and frozen")
+    return SET
 
 
-def test_2_sft_then_grpo_from_the_train_page(studio, browser):
+def test_1_curate_and_freeze(studio, frozen):
+    from sqlalchemy import select
+
+    from db.models import CuratedSet
+    with studio.Session() as s:
+        assert s.scalar(select(CuratedSet.n_puzzles).where(CuratedSet.name == frozen)) >= 2
+
+
+@pytest.fixture(scope="module")
+def trained(studio, browser, frozen) -> str:
     """SFT, then GRPO from the SFT checkpoint on the real reward; live points in the launching tab."""
-    assert studio.shared.get("set") == SET, "needs test_1"
     ctx, page = login(browser, studio, "rhea", path="/train/")
     try:
         page.wait_for_function("document.querySelector('#train-model input')?.value.includes('tiny-model')",
@@ -148,16 +160,20 @@ def test_2_sft_then_grpo_from_the_train_page(studio, browser):
         pick(page, "train-c-step", "2")
         wait_attr(page, "#train-completions", "data-rows", lambda v: int(v) == 8, 30)
         shot(page, "e2e-train-runs")
-        studio.shared["run_id"] = run_id
     finally:
         ctx.close()
+    return run_id
 
 
-def test_3_evaluate_two_checkpoints_from_the_rollouts_page(studio, browser):
+def test_2_sft_then_grpo_from_the_train_page(studio, trained):
+    assert (studio.data_dir / "runs" / trained / "metrics.jsonl").is_file()
+
+
+@pytest.fixture(scope="module")
+def evaluated(studio, browser, trained) -> str:
     """Rollouts (G=8) of the base model and the trained checkpoint, and the trained one's eval, as
     background jobs; then both side by side on one puzzle."""
-    run_id = studio.shared.get("run_id")
-    assert run_id, "needs test_2"
+    run_id = trained
     ctx, page = login(browser, studio, "rhea", path="/rollouts/")
     try:
         page.wait_for_selector("#ro-job-launch", timeout=60000)
@@ -190,14 +206,17 @@ def test_3_evaluate_two_checkpoints_from_the_rollouts_page(studio, browser):
         assert page.locator("#eval-results .mvp-baseline").count() >= 2
         assert int(page.locator("#eval-chart-total").get_attribute("data-points")) >= 2
         shot(page, "e2e-rollouts")
-        studio.shared["evaluated"] = True
         phase("compared")
     finally:
         ctx.close()
+    return run_id
 
 
-def test_4_stats_show_the_eval_per_checkpoint(studio, browser):
-    assert studio.shared.get("evaluated"), "needs test_3"
+def test_3_evaluate_two_checkpoints_from_the_rollouts_page(evaluated, trained):
+    assert evaluated == trained
+
+
+def test_4_stats_show_the_eval_per_checkpoint(studio, browser, evaluated):
     ctx, page = login(browser, studio, "rhea", path="/stats/")
     try:
         page.wait_for_selector("#eval-results tr[data-eval]", timeout=60000)

@@ -6,7 +6,7 @@ import jinja2
 import pytest
 
 from app.web.common import msg_html
-from app.web.pages.rollouts import group_html, run_html
+from app.web.pages.rollouts.page import group_html, run_html
 from app.web.templating import render
 
 RECORD = {"answer": ["C", "A"], "mask": {"start": 1, "length": 2},

@@ -24,7 +24,7 @@ def register(sub) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=7860)
     p.add_argument("--no-serve", action="store_true", help="prepare only (for scripts and CI)")
-    # a cap, not a target: the demo's 20 GRPO steps take ~30 s on 2 cores (docs/grpo.md)
+    # a cap, not a target: the demo's GRPO_STEPS (app/cli/demo_trained.py) usually end first (docs/BENCHMARKS.md)
     p.add_argument("--train-minutes", type=float, default=3.0,
                    help="first run only: at most this many minutes of GRPO for the demo's trained model (default 3)")
     p.add_argument("--no-train", action="store_true", help="skip the trained model (random-weight answers only)")

@@ -7,9 +7,11 @@ from app.cli.args import add_db_args
 
 
 def register(sub) -> None:
-    p = sub.add_parser("export", help="write a curated set as jsonl (+frames), a HF datasets folder or Video-R1 JSON")
+    from mvp_core.export.formats import FORMATS
+    p = sub.add_parser("export", help="write a curated set for a trainer: " + ", ".join(FORMATS))
     p.add_argument("--set", required=True, dest="set_name", help="curated set name")
-    p.add_argument("--format", required=True, choices=["jsonl", "hf", "video-r1"])
+    p.add_argument("--format", required=True, choices=list(FORMATS),
+                   help="; ".join(f"{k}: {v}" for k, v in FORMATS.items()))
     p.add_argument("--out", required=True, help="output directory (must not exist or be empty)")
     add_db_args(p)
     p.set_defaults(func=_export)

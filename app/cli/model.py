@@ -91,8 +91,6 @@ def load_puzzles(args) -> tuple[list[dict], Path]:
             records = load_set(s, args.set)
     from app.cli.model_target import filter_split
     records = filter_split(records, getattr(args, "split", None), f"set {args.set!r}" if args.set else str(path))
-    if args.limit:
-        records = records[: args.limit]
     if not records:
         raise UserError("no puzzles to run")
     from mvp_core.puzzle import Puzzle, repeated_id
@@ -166,7 +164,8 @@ def _rollout(args) -> int:
     from app.cli.model_target import apply_run_settings, check_trained_split, default_run_name, resolve_target
     records, data = load_puzzles(args)
     target = resolve_target(args, data)
-    check_trained_split(args, target)
+    records = check_trained_split(args, target, records)
+    records = records[: args.limit] if args.limit else records     # after the held-out filter, not before
     apply_run_settings(args, target)
     _set_threads(args)
     run_name = target.run_id or default_run_name(args)
@@ -251,7 +250,8 @@ def _eval(args) -> int:
     records, data = load_puzzles(args)
     out = _report_paths(args.out) if args.out else None
     target = resolve_target(args, data)
-    check_trained_split(args, target)
+    records = check_trained_split(args, target, records)
+    records = records[: args.limit] if args.limit else records     # after the held-out filter, not before
     apply_run_settings(args, target)
     _set_threads(args)
     # built (and so checked) before the model loads: a bad flag is a one-line error, not a late traceback

@@ -87,18 +87,28 @@ def _trained_on(target: Target) -> tuple[str, list[str]]:
     return str(cfg.get("set_name") or ""), [str(s) for s in (cfg.get("set_splits") or [])]
 
 
-def check_trained_split(args, target: Target) -> None:
-    """Refuse to score a checkpoint on puzzles of a split its run trained on (DESIGN.md section 7),
-    unless --allow-trained-split; no --split means the whole set, trained split included."""
+def check_trained_split(args, target: Target, records: list[dict]) -> list[dict]:
+    """The records a checkpoint may be scored on (DESIGN.md section 7): a split its run trained on is
+    refused when named (--split train) unless --allow-trained-split; with no --split the trained
+    split's puzzles are left out (and said so), so the numbers are held-out ones."""
+    import sys
     set_name, splits = _trained_on(target)
     if not getattr(args, "set", None) or set_name != args.set or not splits or args.allow_trained_split:
-        return
-    asked = [args.split] if args.split else ["train", "val", "test"]
-    overlap = [s for s in asked if s in splits]
-    if overlap:
-        raise UserError(f"{target.label} trained on split {'/'.join(splits)} of set {set_name!r}; scoring it on "
-                        f"{'split ' + args.split if args.split else 'the whole set'} measures memory, not learning "
-                        f"(give --split val or test, or --allow-trained-split)")
+        return records
+    if args.split:
+        if args.split in splits:
+            raise UserError(f"{target.label} trained on split {'/'.join(splits)} of set {set_name!r}; scoring it on "
+                            f"split {args.split} measures memory, not learning (give --split val or test, or "
+                            f"--allow-trained-split)")
+        return records
+    kept = [r for r in records if r.get("split") not in splits]
+    if not kept:
+        raise UserError(f"{target.label} trained on every split of set {set_name!r} ({'/'.join(splits)}): nothing "
+                        f"held out to score (--allow-trained-split scores it anyway)")
+    if len(kept) < len(records):
+        print(f"scoring the {len(kept)} puzzles of set {set_name!r} outside the trained split "
+              f"{'/'.join(splits)} (--allow-trained-split for all {len(records)})", file=sys.stderr)
+    return kept
 
 
 def _why_no_run(d: Path) -> str:

@@ -97,6 +97,7 @@ def _puzzles_and_videollm(args):
     from app.cli.model import load_puzzles
     from mvp_core.model.rollout import frame_loader
     records, data = load_puzzles(args)
+    records = records[: args.limit] if getattr(args, "limit", None) else records
     model, proc, _, vl = _load(args)
     if not vl:
         raise UserError("puzzles need a VideoLLM (a Qwen-VL model directory)")

@@ -1,4 +1,4 @@
-"""`mvp users add|list|passwd|role`: accounts for the web app. Names and passwords are checked by
+"""`mvp users add|list|passwd|role|unlock`: accounts for the web app. Names and passwords are checked by
 `db.users.accounts` (the one validation every path uses); a password or role change ends the user's sessions."""
 from __future__ import annotations
 
@@ -31,6 +31,10 @@ def register(sub) -> None:
     q.add_argument("role", choices=ROLES)
     add_db_args(q)
     q.set_defaults(func=_role)
+    q = usub.add_parser("unlock", help="forget a user's failed logins (lifts the login throttle on the name)")
+    q.add_argument("name")
+    add_db_args(q)
+    q.set_defaults(func=_unlock)
 
 
 def _add(args) -> int:
@@ -71,4 +75,18 @@ def _role(args) -> int:
         set_role(s, args.name, args.role)
         s.commit()
     print(f"{args.name} is now {args.role} (their web sessions are ended)")
+    return 0
+
+
+def _unlock(args) -> int:
+    from db.engine import open_db
+    from db.users.accounts import get_user
+    from db.users.sessions import unlock
+    from mvp_core.errors import UserError
+    with open_db(args.db, args.data)() as s:
+        if get_user(s, args.name) is None:
+            raise UserError(f"no such user: {args.name!r}")
+        n = unlock(s, args.name)
+        s.commit()
+    print(f"{args.name} unlocked ({n} failed login{'s' if n != 1 else ''} forgotten)")
     return 0

@@ -6,7 +6,8 @@ sessions, and logout or a password/role change (`db.users.accounts`) ends them e
 its session row (a primary-key read on a deferred, read-only transaction: it never waits on writers).
 
 Login throttling is counted before the password is checked: each attempt is recorded against its user
-name and its client address, and an attempt over `LOGIN_PER_NAME` (per name) or `LOGIN_PER_ADDR` (per
+name and client address together and against the address, and an attempt over `LOGIN_PER_NAME` (per
+(name, address)) or `LOGIN_PER_ADDR` (per
 address) within `LOGIN_WINDOW_S` is answered 429 without checking anything, so parallel requests cannot
 all slip through on one stale count. A successful login does not count. Unknown user names cost the
 same argon2 hash as known ones (`db.users.accounts.authenticate`)."""
@@ -15,32 +16,22 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-import unicodedata
 from dataclasses import dataclass, field
 
 from sqlalchemy.orm import sessionmaker
 
-from db.models.curation import ROLES
+from app.web.pages import PAGES
 
 COOKIE = "mvp_session"
 SESSION_TTL_S = 12 * 3600          # a login lasts one working day
 ROLE_TTL_S = 5.0                   # how stale a cached role may be for Gradio handlers (by user name)
 LOGIN_WINDOW_S = 60.0              # the throttle counts the attempts of the last minute ...
-LOGIN_PER_NAME = 5                 # ... at most this many failed guesses per user name ...
+LOGIN_PER_NAME = 5                 # ... at most this many failed guesses per (user name, address) ...
 LOGIN_PER_ADDR = 20                # ... and this many per client address (any names)
 
 
-# Which roles may open each page (and call its endpoints). Curation is open to every role.
-PAGE_ROLES: dict[str, frozenset[str]] = {
-    "curate": frozenset(ROLES),
-    "datasets": frozenset({"researcher", "admin"}),
-    "rollouts": frozenset({"researcher", "admin"}),
-    "stats": frozenset({"researcher", "admin"}),
-    "train": frozenset({"researcher", "admin"}),
-    "admin": frozenset({"admin"}),
-}
-PAGE_TITLES = {"curate": "Curate", "datasets": "Data", "rollouts": "Rollouts", "stats": "Stats", "train": "Train",
-               "admin": "Admin"}
+# Which roles may open each page (and call its endpoints), from the one page registry.
+PAGE_ROLES: dict[str, frozenset[str]] = {p.path: p.roles for p in PAGES}
 
 
 class Forbidden(Exception):
@@ -54,10 +45,10 @@ class LoginResult:
 
 
 def throttle_keys(name: str, client: str) -> dict[str, int]:
-    """{key: allowance}. Names are compared case- and normalisation-blind, so "Ada" and "ada" share
-    one allowance whatever the database's collation."""
-    canon = unicodedata.normalize("NFC", name).casefold()[:100]
-    return {f"user:{canon}": LOGIN_PER_NAME, f"addr:{client[:100]}": LOGIN_PER_ADDR}
+    """{key: allowance}: per (name, address), so an outsider guessing at a name from elsewhere never
+    locks its owner out (`mvp users unlock` forgets a name's attempts), and per address over any names."""
+    from db.users.sessions import name_key
+    return {f"{name_key(name)}@{client[:90]}": LOGIN_PER_NAME, f"addr:{client[:100]}": LOGIN_PER_ADDR}
 
 
 @dataclass

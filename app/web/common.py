@@ -10,7 +10,8 @@ from pathlib import Path
 import gradio as gr
 from sqlalchemy.orm import sessionmaker
 
-from app.web.auth import PAGE_TITLES, Auth, Forbidden
+from app.web.auth import Auth, Forbidden
+from app.web.pages import BY_PATH
 from app.web.templating import render
 from mvp_core.errors import UserError
 
@@ -31,9 +32,22 @@ def esc(x) -> str:
 
 def nav_html(ctx: WebContext, user: str | None, current: str) -> str:
     """The top bar: the pages this user's role may open, who is logged in, and log out."""
-    links = [{"page": page, "title": PAGE_TITLES[page], "active": page == current}
-             for page in ctx.auth.pages_for(user) if not ctx.pages or page in ctx.pages]
-    return render("nav.html", links=links, user=user, role=ctx.auth.role_of(user) or "?")
+    pages = [p for p in ctx.auth.pages_for(user) if not ctx.pages or p in ctx.pages]
+    return render("nav.html", links=nav_links(pages, current), user=user, role=ctx.auth.role_of(user) or "?")
+
+
+def nav_links(pages: list[str], current: str) -> list[dict]:
+    return [{"page": page, "title": BY_PATH[page].title, "active": page == current} for page in pages]
+
+
+def forbidden_html(user: str, role: str, page: str, pages: list[str]) -> str:
+    """The page a role may not open, as a page (navigation to the pages it may open and a way back),
+    not a JSON error (docs/web.md, "Roles")."""
+    nav = render("nav.html", links=nav_links(pages, page), user=user, role=role)
+    back = pages[0] if pages else ""
+    return render("forbidden.html", nav=nav, user=user, role=role, title=BY_PATH[page].title,
+                  roles=" and ".join(sorted(BY_PATH[page].roles)), back=f"/{back}/" if back else "/login",
+                  back_title=BY_PATH[back].title if back else "the login")
 
 
 def msg_html(text: str, kind: str = "info") -> str:

@@ -12,7 +12,8 @@ Every path a client sends is relative to the data directory. Refused: empty path
 (`/etc/passwd`, `C:\\...`), backslashes, NUL bytes, any `..` or `.` component, paths outside the media
 folders or without a media suffix, and anything whose real path (after following symlinks) is not a
 media file inside a media folder's real path. The checks run on the decoded path, so `%2e%2e` is
-refused like `..`, and on the real path, so a symlink `frames/x.jpg -> ../mvp.sqlite` is refused."""
+refused like `..`, and on the real path, so a symlink `frames/x.jpg -> ../mvp.sqlite` is refused; a hard
+link is refused by its link count and the database's inode (docs/security.md)."""
 from __future__ import annotations
 
 import os
@@ -67,7 +68,27 @@ def safe_path(data_dir: Path, rel: str) -> Path:
         raise PathRefused(f"refused path {rel!r}: it leads outside the {media}/ folder")
     if not real.is_file():
         raise PathRefused(f"not a file: {rel!r}")
+    _not_the_database(root, real, rel)
     return real
+
+
+DB_FILES = ("mvp.sqlite", "mvp.sqlite-wal", "mvp.sqlite-shm")
+
+
+def _not_the_database(root: Path, real: Path, rel: str) -> None:
+    """Refuse a file with more than one link (a hard link can make any file look like a frame) or whose
+    inode is the database's or its -wal/-shm. Decided by os.stat alone, before anything opens the file:
+    opening and closing the SQLite file in this process would drop the server's POSIX locks on it."""
+    st = os.stat(real)
+    if st.st_nlink > 1:
+        raise PathRefused(f"refused path {rel!r}: a file with more than one link is not served")
+    for name in DB_FILES:
+        try:
+            db = os.stat(root / name)
+        except OSError:
+            continue
+        if (db.st_dev, db.st_ino) == (st.st_dev, st.st_ino):
+            raise PathRefused(f"refused path {rel!r}: not a media file")
 
 
 def frame_url(uri: str, thumb: bool = True) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from urllib.parse import quote, urlsplit
 
 from fastapi import Request
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.web.auth import COOKIE, PAGE_ROLES, Auth
@@ -53,6 +53,12 @@ def _gradio_segment(rest: str) -> str:
     return rest.split("/", 1)[0]
 
 
+def _forbidden_page(user, page: str, pages) -> str:
+    from app.web.common import forbidden_html
+    mine = [p for p, roles in PAGE_ROLES.items() if user.role in roles and p in pages]
+    return forbidden_html(user.name, user.role, page, mine)
+
+
 def _refused(status: int, error: str) -> JSONResponse:
     return JSONResponse({"error": error}, status_code=status)
 
@@ -72,6 +78,8 @@ async def _page_check(request: Request, auth: Auth, pages, user) -> JSONResponse
             return RedirectResponse(f"/login?next={nxt}", status_code=303)
         return _refused(401, "not logged in")
     if user.role not in PAGE_ROLES[page]:
+        if request.method == "GET" and rest == "":     # a page, opened in the browser: a page answers
+            return HTMLResponse(_forbidden_page(user, page, pages), status_code=403)
         return _refused(403, f"forbidden: {user.name} may not use the {page} page")
     if seg in GRADIO_ADMIN_ONLY and user.role != "admin":
         return _refused(403, f"forbidden: /{page}/{rest} is for admins")

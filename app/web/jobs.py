@@ -23,6 +23,7 @@ from pathlib import Path
 import psutil
 
 from mvp_core import resources
+from mvp_core.atomic import atomic_write_text
 from mvp_core.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]   # the repository root
@@ -198,9 +199,7 @@ def _spawn(data_dir: Path, kind: str, cmd: list[str], log: Path, meta: dict) -> 
     _CHILDREN[proc.pid] = proc
     job = {**meta, "kind": kind, "pid": proc.pid, "pgid": os.getpgid(proc.pid), "log": str(log),
            "started": time.time(), "cmd": cmd}
-    tmp = jobs_dir(data_dir, kind) / ".active.json.tmp"
-    tmp.write_text(json.dumps(job))
-    os.replace(tmp, jobs_dir(data_dir, kind) / "active.json")
+    atomic_write_text(jobs_dir(data_dir, kind) / "active.json", json.dumps(job))
     return job
 
 
@@ -263,9 +262,7 @@ def _record(data_dir: Path, kind: str, **fields) -> None:
     f = jobs_dir(data_dir, kind) / "active.json"
     job = json.loads(f.read_text())
     job.update(fields)
-    tmp = f.with_name(".active.json.tmp")
-    tmp.write_text(json.dumps(job))
-    os.replace(tmp, f)
+    atomic_write_text(f, json.dumps(job))
 
 
 def _signal_group(pgid: int, sig) -> None:

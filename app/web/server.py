@@ -21,6 +21,7 @@ from fastapi.staticfiles import StaticFiles
 from mvp_core import resources
 from app.web.auth import COOKIE, PAGE_ROLES, SESSION_TTL_S, Auth
 from app.web.common import WebContext
+from app.web.pages import BY_PATH, PAGES, Page, script_url
 
 ROOT = Path(__file__).resolve().parents[2]   # the repository (app/web/server.py -> ../..)
 STATIC_DIR = resources.folder("static")
@@ -29,55 +30,17 @@ MAX_NAME_FIELD = 200                 # login form: longer user names are refused
 MAX_NEXT = 2000                      # a longer `next` is dropped (the login goes to "/")
 GRADIO_MAX_FILE = "1kb"              # no page takes uploads (the guard refuses the route); a second line
 GRADIO_DELETE_CACHE = (3600, 3600)   # Gradio's temporary files older than an hour go, hourly
-HEAD = ('<link rel="icon" href="/favicon.ico"><link rel="stylesheet" href="/static/studio.css">'
-        '<script src="/static/curate.js" defer></script><script src="/static/hotkeys.js" defer></script>'
-        '<script src="/static/rollouts.js" defer></script>')
+HEAD = '<link rel="icon" href="/favicon.ico"><link rel="stylesheet" href="/static/studio.css">'
 
 
 def _page_builders() -> dict:
-    """page -> build(ctx) returning a gr.Blocks. Pages whose module is not there yet are left out."""
-    from app.web.pages import admin as page_admin
-    from app.web.pages import curate as page_curate
-    from app.web.pages import data as page_data
-    from app.web.pages import rollouts as page_rollouts
-    from app.web.pages import stats as page_stats
-    builders = {"curate": page_curate.build, "datasets": page_data.build, "rollouts": page_rollouts.build, "stats": page_stats.build,
-                "admin": page_admin.build}
-    train = _train_builder()
-    if train is not None:
-        builders["train"] = train
-    return builders
+    """path -> build(ctx) returning a gr.Blocks, for every page in the registry (app/web/pages/__init__.py)."""
+    return {p.path: p.module().build for p in PAGES}
 
 
-def _train_builder():
-    """The trainer's page (app/web/pages/train.py, owned by the trainer), wrapped so that it works whether
-    their function returns a Blocks or adds components to the Blocks it is called inside."""
-    try:
-        from app.web.pages import train as page_train
-    except ImportError:
-        return None
-    fn = getattr(page_train, "build_train_page", None) or getattr(page_train, "build", None)
-    if fn is None:
-        return None
-
-    def build(ctx: WebContext):
-        from app.web.common import nav_html
-        def nav_fn(request: gr.Request):
-            return nav_html(ctx, request.username, "train")
-        with gr.Blocks(title="MVP Studio · Train") as demo:
-            nav = gr.HTML()
-            out = _call_train(fn, ctx)
-            demo.load(nav_fn, None, nav)
-        return out if isinstance(out, gr.Blocks) and out is not demo else demo
-    return build
-
-
-def _call_train(fn, ctx: WebContext):
-    import inspect
-    params = inspect.signature(fn).parameters
-    kw = {k: v for k, v in {"ctx": ctx, "Session": ctx.Session, "data_dir": ctx.data_dir,
-                            "auth": ctx.auth}.items() if k in params}
-    return fn(**kw)
+def _head(page: Page) -> str:
+    """The page's <head> additions: the shared icon and style, then the page package's own scripts."""
+    return HEAD + "".join(f'<script src="{script_url(page, name)}" defer></script>' for name in page.scripts)
 
 
 def login_page(csrf: str, error: str = "", next_url: str = "/") -> str:
@@ -206,7 +169,7 @@ def _web_context(data_dir, db_url: str | None) -> WebContext:
     from db.engine import open_db
     data = Path(data_dir).resolve()
     data.mkdir(parents=True, exist_ok=True)
-    Session = open_db(db_url, data)
+    Session = open_db(db_url, data, check=True)   # damaged pages: refused with one line now, not 500s later
     return WebContext(Session=Session, data_dir=data, auth=Auth(Session))
 
 
@@ -219,6 +182,16 @@ def _add_cors_policy(app: FastAPI) -> None:
 
 
 def _add_static_routes(app: FastAPI) -> None:
+    scripts = {(p.package, name): p.folder / name for p in PAGES for name in p.scripts}
+
+    @app.get("/static/pages/{package}/{name}", include_in_schema=False)
+    def page_script(package: str, name: str):
+        """A page package's script: only the files the registry lists (nothing else in the package)."""
+        path = scripts.get((package, name))
+        if path is None:
+            return JSONResponse({"error": "not found"}, status_code=404)
+        return FileResponse(path, media_type="text/javascript", headers={"Cache-Control": "no-cache"})
+
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     @app.get("/favicon.ico", include_in_schema=False)
@@ -228,16 +201,11 @@ def _add_static_routes(app: FastAPI) -> None:
 
 
 def _add_page_apis(app: FastAPI, ctx: WebContext, builders: dict) -> None:
-    """Plain HTTP routes of some pages, registered before the Gradio mounts so they match first."""
-    if "curate" in builders:            # the curate page's JSON API
-        from app.web.curate_api import register as register_curate_api
-        register_curate_api(app, ctx)
-    if "rollouts" in builders:          # the Rollouts page's view API
-        from app.web.rollouts_api import register as register_rollouts_api
-        register_rollouts_api(app, ctx)
-    if "datasets" in builders:          # the Data page's export downloads
-        from app.web.pages.data import register as register_data_routes
-        register_data_routes(app, ctx)
+    """Plain HTTP routes of the pages that have them (their api.py), registered before the Gradio
+    mounts so they match first."""
+    for p in PAGES:
+        if p.api and p.path in builders:
+            p.module("api").register(app, ctx)
 
 
 def _mount_pages(app: FastAPI, ctx: WebContext, builders: dict) -> None:
@@ -246,7 +214,7 @@ def _mount_pages(app: FastAPI, ctx: WebContext, builders: dict) -> None:
         blocks = build(ctx)
         blocks.queue(default_concurrency_limit=8)
         blocks.delete_cache = GRADIO_DELETE_CACHE
-        gr.mount_gradio_app(app, blocks, path=f"/{page}", auth_dependency=_page_user(page), head=HEAD,
+        gr.mount_gradio_app(app, blocks, path=f"/{page}", auth_dependency=_page_user(page), head=_head(BY_PATH[page]),
                             footer_links=[], ssr_mode=False, show_error=True, max_file_size=GRADIO_MAX_FILE,
                             blocked_paths=[str(ctx.data_dir)], enable_monitoring=False)
 
@@ -263,4 +231,9 @@ def serve_forever(data_dir, db_url=None, host: str = "127.0.0.1", port: int = 78
                   secure_cookies: bool | None = None) -> None:
     import uvicorn
     app = build_app(data_dir, db_url, secure_cookies=secure_cookies)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    # X-Forwarded-For/-Proto are believed only from the proxies the admin names (MVP_TRUSTED_PROXIES,
+    # comma-separated addresses or networks); by default from nobody, not uvicorn's 127.0.0.1: a local
+    # client could otherwise pick the address the login throttle counts (docs/security.md).
+    trusted = os.environ.get("MVP_TRUSTED_PROXIES", "").strip()
+    uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=bool(trusted),
+                forwarded_allow_ips=trusted or None)

@@ -26,7 +26,7 @@ class WebSession(Base):
 
 
 class LoginAttempt(Base):
-    """One login attempt counted against one throttle key ("user:<name>" or "addr:<ip>")."""
+    """One login attempt counted against one throttle key ("user:<name>@<ip>" or "addr:<ip>")."""
     __tablename__ = "login_attempts"
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     key: Mapped[str] = mapped_column(String(200))

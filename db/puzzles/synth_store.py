@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from db.models import Puzzle, SynthFile, Video
 from db.puzzles.rows import add_puzzle, add_video
+from mvp_core.atomic import atomic_path
 from mvp_core.synth.job import VideoResult
 
 
@@ -65,11 +66,9 @@ def save_skip(Session_: sessionmaker, key: tuple[str, int, int], params_key: str
 def write_jsonl(Session_: sessionmaker, out: Path) -> int:
     """All puzzles, one canonical JSON record per line, in a stable order; written atomically."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     n = 0
-    with Session_() as s, open(tmp, "w", encoding="utf-8") as f:
+    with atomic_path(out) as tmp, Session_() as s, open(tmp, "w", encoding="utf-8") as f:
         for rec in s.scalars(select(Puzzle.record_json).order_by(Puzzle.video_id, Puzzle.id)):
             f.write(rec + "\n")
             n += 1
-    os.replace(tmp, out)
     return n

@@ -12,7 +12,7 @@ import functools
 import json
 from datetime import datetime, timedelta, timezone
 
-from sqlalchemy import bindparam, delete, exists, func, insert, literal, select, text, update
+from sqlalchemy import bindparam, case, delete, exists, func, insert, literal, select, text, update
 from sqlalchemy.orm import Session
 
 from db.models import Puzzle, utcnow
@@ -41,15 +41,27 @@ def aware(dt: datetime | None) -> datetime | None:
     return dt.replace(tzinfo=timezone.utc) if dt is not None and dt.tzinfo is None else dt
 
 
+# The review-status rule, once: pending until k decisive reviews; then accepted/rejected if unanimous,
+# else disputed. The first test that holds gives the status. Each test is written with operators that
+# mean the same on Python ints and on SQLAlchemy columns, so `derive_status` (one verdict) and
+# `status_sql` (every row in one UPDATE, when k changes) evaluate the same rule
+# (tests/test_review_status_rule.py checks both engines against Python on every combination).
+STATUS_RULE = (
+    ("pending", lambda n_accept, n_reject, k: n_accept + n_reject < k),
+    ("accepted", lambda n_accept, n_reject, k: n_reject == 0),
+    ("rejected", lambda n_accept, n_reject, k: n_accept == 0),
+)
+OTHERWISE = "disputed"
+
+
 def derive_status(n_accept: int, n_reject: int, k: int) -> str:
-    """pending until k decisive reviews; then accepted/rejected if unanimous, else disputed."""
-    if n_accept + n_reject < k:
-        return "pending"
-    if n_reject == 0:
-        return "accepted"
-    if n_accept == 0:
-        return "rejected"
-    return "disputed"
+    """The status of a puzzle with these counts of decisive reviews under overlap k (STATUS_RULE)."""
+    return next((status for status, holds in STATUS_RULE if holds(n_accept, n_reject, k)), OTHERWISE)
+
+
+def status_sql(n_accept, n_reject, k):
+    """STATUS_RULE as one SQL CASE over column expressions (n_accept, n_reject) and k."""
+    return case(*[(holds(n_accept, n_reject, k), status) for status, holds in STATUS_RULE], else_=OTHERWISE)
 
 
 # ---- settings ---------------------------------------------------------------------------------
@@ -81,12 +93,7 @@ def set_overlap(session: Session, k: int) -> None:
 
 def _refresh_all_statuses(session: Session, k: int) -> None:
     rs = ReviewState
-    n_rej = rs.n_reviews - rs.n_accept
-    session.execute(update(rs).values(status="pending").where(rs.n_reviews < k))
-    session.execute(update(rs).values(status="accepted").where(rs.n_reviews >= k, n_rej == 0))
-    session.execute(update(rs).values(status="rejected").where(rs.n_reviews >= k, rs.n_accept == 0))
-    session.execute(update(rs).values(status="disputed")
-                    .where(rs.n_reviews >= k, rs.n_accept > 0, n_rej > 0))
+    session.execute(update(rs).values(status=status_sql(rs.n_accept, rs.n_reviews - rs.n_accept, k)))
 
 
 # ---- queue ------------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from db.chunks import in_chunks
 from db.models import Puzzle
 from db.models.curation import CuratedSet, OptionVerdict, ReviewState, SetItem
 from db.txn import run_txn
+from mvp_core.atomic import atomic_write_text
 from mvp_core.errors import UserError
 from mvp_core.puzzle import LABELS, canonical_json
 
@@ -217,9 +217,7 @@ def write_lines(lines: list[str], out: Path) -> Path:
     """Canonical record lines to `out`, one per line, atomically (a temp file renamed into place):
     the file's sha256 is then the set's content hash."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    tmp.replace(out)
+    atomic_write_text(out, "".join(line + "\n" for line in lines))
     return out
 
 

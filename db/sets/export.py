@@ -7,10 +7,13 @@
             Image feature) and OUT/README.md; `datasets.load_dataset(OUT)` gives the set's splits
             (train / val / test, by video) with PIL images. Records of a set frozen before splits
             existed go to "train".
-- video-r1: OUT/<name>.json, a list in Video-R1's fields (problem_id, problem, data_type,
-            problem_type, options, solution, path) plus the frame paths; frames and source videos
-            copied under OUT so `path` resolves relative to OUT; each item has its `split`.
-Every format carries each puzzle's split (in jsonl it is the record's `split` field)."""
+- verl, easyr1, trl: OUT/<split>.parquet per split, rows built by mvp_core/export/formats.py;
+            llamafactory: OUT/<split>.json + OUT/dataset_info.json; video-r1: OUT/<name>.json.
+            Their images are the context frames and options only (never a masked frame), copied
+            under OUT and named `./<uri>` relative to OUT (run the engine from OUT, or set its
+            image folder to OUT).
+The list of formats is mvp_core/export/formats.py FORMATS. Every format carries each puzzle's split
+(in jsonl it is the record's `split` field)."""
 from __future__ import annotations
 
 import json
@@ -22,8 +25,7 @@ from sqlalchemy.orm import Session
 from db.sets.importer import MANIFEST, RECORDS, copy_frames
 from db.sets.curated import get_set, set_lines, set_summary, write_lines
 from mvp_core.errors import UserError
-
-FORMATS = ("jsonl", "hf", "video-r1")
+from mvp_core.export.formats import BUILDERS, FORMATS, llamafactory_info
 
 
 def _prepare_out(out: Path) -> Path:
@@ -56,7 +58,7 @@ def export_set(session: Session, name: str, fmt: str, out: Path, data_dir: Path)
     elif fmt == "hf":
         _export_hf(records, data_dir, out, cs.name, cs.content_hash)
     else:
-        _export_video_r1(records, data_dir, out, cs.name)
+        _export_rows(fmt, records, data_dir, out, cs.name, cs.content_hash)
     return {"name": cs.name, "format": fmt, "out": str(out), "n_puzzles": len(records),
             "content_hash": cs.content_hash}
 
@@ -118,25 +120,21 @@ def _export_hf(records: list[dict], data_dir: Path, out: Path, name: str, chash:
         f"(docs/ARCHITECTURE.md, \"Puzzle record\").\n")
 
 
-def _export_video_r1(records: list[dict], data_dir: Path, out: Path, name: str) -> None:
+def _export_rows(fmt: str, records: list[dict], data_dir: Path, out: Path, name: str, chash: str) -> None:
     copy_frames(records, data_dir, out)
-    items = []
-    for r in records:
-        src = Path(r["video"]["path"])
-        path = ""
-        if src.is_file():
-            dst = out / "videos" / f"{r['video']['id']}{src.suffix.lower() or '.mp4'}"
-            if not dst.exists():
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src, dst)
-            path = str(dst.relative_to(out))
-        items.append({
-            "problem_id": r["id"], "split": r.get("split", "train"), "problem": problem_text(r), "data_type": "video",
-            # Video-R1's reward keys on problem_type; an ordered label list is free-form text.
-            "problem_type": "free-form",
-            "options": [f"{o['label']}. <image:{o['uri']}>" for o in r["options"]],
-            "solution": f"<answer>{', '.join(r['answer'])}</answer>",
-            "path": path,
-            "frames": [f["uri"] for f in r["frames"]], "mask": r["mask"],
-            "option_images": {o["label"]: o["uri"] for o in r["options"]}})
-    (out / f"{name}.json").write_text(json.dumps(items, indent=1, ensure_ascii=False))
+    rows: dict[str, list[dict]] = {}
+    for i, r in enumerate(records):
+        rows.setdefault(r.get("split", "train"), []).append(BUILDERS[fmt](r, i, chash, lambda u: f"./{u}"))
+    if fmt == "video-r1":
+        (out / f"{name}.json").write_text(json.dumps([x for v in rows.values() for x in v], indent=1,
+                                                     ensure_ascii=False))
+    elif fmt == "llamafactory":
+        for split, split_rows in rows.items():
+            (out / f"{split}.json").write_text(json.dumps(split_rows, indent=1, ensure_ascii=False))
+        (out / "dataset_info.json").write_text(
+            json.dumps(llamafactory_info({k: f"{k}.json" for k in rows}), indent=2))
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        for split, split_rows in rows.items():
+            pq.write_table(pa.Table.from_pylist(split_rows), out / f"{split}.parquet")

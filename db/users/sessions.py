@@ -5,11 +5,13 @@ request looks the token up (a primary-key read), so logout, a password change or
 (`db.users.accounts`) ends the session in every server process at once.
 
 Throttle: before a password is checked, the attempt is recorded against each of its keys (the user
-name, the client address) in the same transaction that counts the recent attempts; an attempt over the
+name with the client address, the address alone) in the same transaction that counts the recent attempts; an attempt over the
 limit is refused without checking the password. Counting and recording are serialised per key
 (PostgreSQL: an advisory transaction lock per key; SQLite: BEGIN IMMEDIATE serialises all writers), so
 parallel requests cannot all read the same count."""
 from __future__ import annotations
+
+import unicodedata
 
 import hashlib
 import secrets
@@ -71,6 +73,24 @@ def end_session(session: Session, token: str | None) -> None:
     if token:
         run_txn(session, lambda: session.execute(delete(WebSession).where(
             WebSession.token_hash == token_hash(token))))
+
+
+def name_key(name: str) -> str:
+    """The throttle key prefix of a user name: compared case- and normalisation-blind, so "Ada" and "ada"
+    share one allowance whatever the database's collation. A login attempt counts against
+    "<name_key>@<address>" (app/web/auth.py), so guesses from one address never lock out another."""
+    return "user:" + unicodedata.normalize("NFC", name).casefold()[:100]
+
+
+def unlock(session: Session, name: str) -> int:
+    """Forget the failed login attempts counted against `name` (from every address): the admin's unlock.
+    Returns how many were forgotten."""
+    key = name_key(name)
+
+    def txn():
+        return session.execute(delete(LoginAttempt).where(
+            (LoginAttempt.key == key) | LoginAttempt.key.startswith(key + "@", autoescape=True))).rowcount
+    return run_txn(session, txn)
 
 
 def count_attempt(session: Session, limits: dict[str, int], window_s: float) -> tuple[str | None, list[int]]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from mvp_core.errors import UserError
 from mvp_core.puzzle import Puzzle
+from mvp_core.reward import FORMAT_HINT
 
 MASK_SLOT = "[MASKED]"
 # A fixed example for the answer format: pool positions in a fixed scrambled order (not derived from
@@ -46,7 +47,7 @@ class PromptConfig:
     instruction: str = (
         "Choose the {m} options that fill the masked frames, in temporal order. "
         "Think step by step, then give the labels of the chosen options in order. "
-        "Answer in the format <think>...</think><answer>{example}</answer>")
+        "Answer in the format " + FORMAT_HINT)
     system: str | None = None
     extra: dict = field(default_factory=dict)   # passed through to the processor call
 

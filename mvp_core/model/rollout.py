@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mvp_core.atomic import atomic_path
 from mvp_core.errors import UserError
 from mvp_core.train.loss import group_advantage_list
 from mvp_core.model.prompt import PromptConfig, build_inputs
@@ -218,7 +219,6 @@ def write_parquet(path, rows: list[dict]) -> list[dict]:
                         ("total", pa.float64()), ("advantage", pa.float64()), ("completion_tokens", pa.int32())])
     table = pa.Table.from_pylist([{k: r.get(k) for k in PARQUET_COLUMNS} for r in merged], schema=schema)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table, tmp)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
     return merged

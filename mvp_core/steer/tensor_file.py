@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mvp_core.atomic import atomic_path
 from mvp_core.errors import UserError
 
 
@@ -12,9 +13,8 @@ def save_tensor_file(path, blob: dict) -> Path:
     import torch
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save(blob, tmp)
-    tmp.replace(path)   # atomic: a crash never leaves half a file
+    with atomic_path(path) as tmp:      # a crash never leaves half a file
+        torch.save(blob, tmp)
     return path
 
 

@@ -235,7 +235,7 @@ def policy_gradient(ctx: StepContext, roll: Rollout, my_adv: torch.Tensor) -> tu
         with D.grad_sync(ctx.train_model, last=k == len(chunks) - 1):
             out, entropy, mask = _micro_batch_backward(ctx, encs, comps, my_adv[list(idx)], ref_logps, len(chunks),
                                                        dapo_norm)
-        _add_stats(stats, out, entropy, mask, len(chunks))
+        _add_stats(stats, out, entropy, mask)
     return stats, n_tokens_local
 
 
@@ -255,9 +255,11 @@ def _micro_batch_backward(ctx: StepContext, encs: list[dict], comps: list[torch.
     return out, entropy, mask
 
 
-def _add_stats(stats: dict, out, entropy: torch.Tensor, completion_mask: torch.Tensor, n_chunks: int) -> None:
+def _add_stats(stats: dict, out, entropy: torch.Tensor, completion_mask: torch.Tensor) -> None:
     w = out.n_tokens
-    stats["loss"] += out.policy_loss / n_chunks
+    # the value backward() saw: summed over micro-batches it is the loss the step optimises (for dapo
+    # the normaliser already spans the step, so dividing by n_chunks again would shrink it)
+    stats["loss"] += float(out.loss.detach())
     for key, val in (("kl", out.kl), ("clip_low", out.clip_low), ("clip_high", out.clip_high)):
         stats[key] += val * w
     stats["entropy"] += float((entropy * completion_mask.float()).sum())

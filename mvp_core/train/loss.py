@@ -115,7 +115,10 @@ def grpo_loss(logps: torch.Tensor, old_logps: torch.Tensor, advantages: torch.Te
     if beta != 0.0:
         if ref_logps is None:
             raise ValueError("beta > 0 needs ref_logps")
-        kl_tok = k3_kl(logps, ref_logps)
+        # Only completion tokens enter the KL: outside the mask the reference may be filler (0 where a
+        # log-prob sub-batch was narrower than the micro-batch), and exp(0 - a very negative log-prob)
+        # overflows to inf, whose 0 * inf = NaN poisoned the loss and the gradient.
+        kl_tok = k3_kl(torch.where(mask.bool(), logps, 0.0), torch.where(mask.bool(), ref_logps, 0.0))
         per_token = per_token + beta * kl_tok
 
     if loss_type == "grpo":

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from pathlib import Path
 
+from mvp_core.atomic import atomic_path, atomic_write_text
 from mvp_core.errors import UserError
 
 # metrics.jsonl fields (docs/ARCHITECTURE.md, "Run directory"), in the order they are written.
@@ -89,9 +89,8 @@ class RunDir:
         if not rows:
             return
         table = pa.Table.from_pylist(rows)
-        tmp = self.completions / f".step_{step:06d}.parquet.tmp"
-        pq.write_table(table, tmp)
-        os.replace(tmp, self.completions / f"step_{step:06d}.parquet")
+        with atomic_path(self.completions / f"step_{step:06d}.parquet") as tmp:
+            pq.write_table(table, tmp)
 
     def write_status(self, **fields) -> None:
         cur = read_status(self.path)
@@ -155,8 +154,4 @@ def read_status(path: str | Path) -> dict:
     return status if isinstance(status, dict) else {}
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Whole or absent: written beside, then renamed over `path` (a reader never sees half a file)."""
-    tmp = path.with_name("." + path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+atomic_write = atomic_write_text     # the one atomic write (mvp_core/atomic.py), under its old name here

@@ -37,11 +37,17 @@ class RunLogger:
         self.run.write_status(state="running", step=step)
         line = (f"step {step}: reward {m['reward']:.3f} (std {m['reward_std']:.3f}) "
                 f"len {m['completion_length']:.1f} kl {m['kl']:.4f} loss {m['loss']:.4f} "
-                f"grad {m['grad_norm']:.3f} lr {m['lr']:.2e} {m['step_s']:.2f}s")
+                f"grad {_num(m['grad_norm'])} lr {m['lr']:.2e} {m['step_s']:.2f}s")
         if "eval_reward" in m:
             line += f" | eval reward {m['eval_reward']:.3f} exact {m['eval_exact']:.3f} format {m['eval_format']:.3f}"
         print(line, flush=True)
         self.run.log(line)
+
+
+def logged_norm(grad_norm: float) -> float | None:
+    """The gradient norm clip_grad_norm_ measured, as logged (GRPO and SFT): JSON has no NaN/inf, so a
+    non-finite norm is null, never a made-up number."""
+    return float(grad_norm) if math.isfinite(grad_norm) else None
 
 
 def step_metrics(out: dict, step: int, info: D.DistInfo, *, grad_norm: float, lr: float, step_s: float,
@@ -73,7 +79,7 @@ def step_metrics(out: dict, step: int, info: D.DistInfo, *, grad_norm: float, lr
         "kl": kl / ntok,
         "entropy": entropy / ntok,
         "loss": loss / info.world,
-        "grad_norm": grad_norm if math.isfinite(grad_norm) else -1.0,
+        "grad_norm": logged_norm(grad_norm),
         "lr": lr,
         "step_s": step_s,
         "samples_per_s": n_global / step_s,
@@ -84,3 +90,7 @@ def step_metrics(out: dict, step: int, info: D.DistInfo, *, grad_norm: float, lr
         "time": time.time(),
     }
     return m
+
+
+def _num(x) -> str:
+    return "non-finite" if x is None else f"{x:.3f}"

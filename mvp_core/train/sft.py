@@ -21,6 +21,7 @@ import time
 
 import torch
 
+from mvp_core.reward import render_answer
 from mvp_core.train import batching, checkpoint
 from mvp_core.train import distributed as D
 from mvp_core.train.data import PuzzleSet
@@ -29,6 +30,7 @@ from mvp_core.train.loop import StopFlag, checkpoint_due, eval_due, finish
 from mvp_core.train.loss import selective_log_softmax
 from mvp_core.train.model_setup import load_model, make_optimizer, optimizer_step, resume_schedule, use_bf16
 from mvp_core.train.rundir import RunDir
+from mvp_core.train.runlog import logged_norm
 from mvp_core.train.sft_config import SFTConfig
 
 SFT_METRIC_FIELDS = ("step", "loss", "token_accuracy", "grad_norm", "lr", "step_s", "samples_per_s",
@@ -41,9 +43,9 @@ def target_text(record: dict, style: str = "empty") -> str:
     context times then a scan of the options per masked frame ("scan")."""
     labels = ", ".join(record["answer"])
     if style == "empty":
-        return f"<think></think><answer>{labels}</answer>"
+        return render_answer(record["answer"])
     if style == "scan":
-        return f"<think>{_scan_think(record)}</think><answer>{labels}</answer>"
+        return render_answer(record["answer"], _scan_think(record))
     if style == "times":
         # When each frame was taken (whole seconds), written so that every step is one small
         # skill a model can learn from scratch: the context frames' times ("1:5 4:8", read from
@@ -55,12 +57,12 @@ def target_text(record: dict, style: str = "empty") -> str:
         gap = [int(f["t"]) for f in record["frames"][s:s + m]]
         opts = [f"{int(o['t'])}:{o['label']}" for o in record["options"]]
         match = [f"{t}:{label}" for t, label in zip(gap, record["answer"])]
-        return (f"<think>{' '.join(ctx)} gap:{' '.join(map(str, gap))} | {' '.join(opts)} | {' '.join(match)}"
-                f"</think><answer>{labels}</answer>")
+        return render_answer(record["answer"],
+                             f"{' '.join(ctx)} gap:{' '.join(map(str, gap))} | {' '.join(opts)} | {' '.join(match)}")
     s, m = record["mask"]["start"], record["mask"]["length"]
     n = len(record["frames"])
     where = f"between frame {s} and frame {s + m + 1}" if s + m < n else f"after frame {s}"
-    return f"<think>The gap is {where}; in order: {labels}.</think><answer>{labels}</answer>"
+    return render_answer(record["answer"], f"The gap is {where}; in order: {labels}.")
 
 
 def _scan_think(record: dict) -> str:
@@ -187,7 +189,8 @@ def _setup(run: RunDir, cfg: SFTConfig, data: PuzzleSet, resume: bool, log, info
 
 def _step_metrics(step: int, out: dict, grad_norm: float, lr: float, dt: float, data, world: int) -> dict:
     n = data.puzzles_per_step(world)             # the step's puzzles on all ranks
-    return {"step": step, "loss": out["loss"], "token_accuracy": out["accuracy"], "grad_norm": grad_norm,
+    return {"step": step, "loss": out["loss"], "token_accuracy": out["accuracy"],
+            "grad_norm": logged_norm(grad_norm),
             "lr": float(lr), "step_s": dt, "samples_per_s": n / dt,
             "tokens_per_s": out["tokens"] / dt, "completion_length": out["tokens"] / n,
             "epoch": data.epoch_of(step, world), "time": time.time()}

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mvp_core.atomic import atomic_path
+
 KINDS = ("slide", "grow", "fill", "clock")
 MAX_SIZE, MAX_FRAMES, MAX_VIDEO_BYTES = 2048, 36_000, 2 << 30    # VideoSpec's bounds
 MAX_VIDEOS = 100_000
@@ -125,14 +127,13 @@ def write_video(path: Path, frames: list[np.ndarray], fps: float) -> Path:
     from moviepy import ImageSequenceClip
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
     clip = ImageSequenceClip(list(frames), fps=fps)
     try:
-        clip.write_videofile(str(tmp), codec="libx264", audio=False, logger=None,
-                             ffmpeg_params=["-crf", "12", "-pix_fmt", "yuv420p"])
+        with atomic_path(path, suffix=".tmp" + path.suffix) as tmp:     # ffmpeg picks the container by extension
+            clip.write_videofile(str(tmp), codec="libx264", audio=False, logger=None,
+                                 ffmpeg_params=["-crf", "12", "-pix_fmt", "yuv420p"])
     finally:
         clip.close()
-    tmp.replace(path)
     return path
 
 

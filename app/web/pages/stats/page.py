@@ -9,7 +9,7 @@ import gradio as gr
 import pandas as pd
 
 from app.web.common import WebContext, esc, guard, nav_html
-from app.web.pages import stats_eval
+from app.web.pages.stats import eval as stats_eval
 from app.web.svg_chart import bar_chart
 
 PAGE = "stats"
@@ -147,7 +147,7 @@ def build(ctx: WebContext) -> gr.Blocks:
                 return human_html(ctx)
         demo.load(load, None, [nav, status_plot, *widgets])
         demo.load(load_humans, None, [humans])
-        stats_eval.include(ctx, demo)      # eval results per checkpoint (app/web/pages/stats_eval.py)
+        stats_eval.include(ctx, demo)      # eval results per checkpoint (app/web/pages/stats/eval.py)
         refresh.click(load, None, [nav, status_plot, *widgets], api_name="stats")
         refresh.click(load_humans, None, [humans], api_name="stats_humans")
     return demo

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from app.web.common import esc
 from app.web.files import frame_url
-from app.web.pages.curate_view import filmstrip_html
+from app.web.pages.curate.view import filmstrip_html
 from db.runs import rollout_views as rd
 from mvp_core.puzzle import Puzzle
 

@@ -4,35 +4,20 @@ synthesize puzzles from every added folder as a background job with a progress b
 run the shortcut audit, freeze the accepted puzzles into a set split by video, list the sets with
 their split counts, and export one as a zip download (jsonl, Hugging Face datasets, Video-R1 JSON).
 
-The work is in app/web/pages/data_ops.py; this module is the layout and the download route."""
+The work is in app/web/pages/data/ops.py; this module is the layout; the download route is api.py."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import gradio as gr
-from fastapi import FastAPI
-from fastapi.responses import FileResponse, JSONResponse
 
 from app.web.common import WebContext, esc, guard, msg_html, nav_html
-from app.web.pages import data_ops as ops
+from app.web.pages.data import ops
 from mvp_core.errors import UserError
+from mvp_core.export.formats import FORMATS
 
 PAGE = "datasets"
 POLL_S = 1.0
-
-
-def register(app: FastAPI, ctx: WebContext) -> None:
-    """GET /datasets/export/<zip>: an export made on this page (the app's guard has checked the role
-    for the /datasets prefix; the name must be a plain zip name under DATA/exports)."""
-
-    @app.get(f"/{PAGE}/export/{{name}}", include_in_schema=False)
-    def download(name: str):
-        try:
-            path = ops.export_file(ctx, name)
-        except UserError as e:
-            return JSONResponse({"error": str(e)}, status_code=404)
-        return FileResponse(path, media_type="application/zip", filename=path.name,
-                            headers={"Cache-Control": "no-store"})
 
 
 def _synth_inputs() -> list:
@@ -94,7 +79,7 @@ def _layout() -> SimpleNamespace:
     gr.Markdown("## Export a set")
     with gr.Row():
         ui.exp_set = gr.Dropdown([], label="Set", elem_id="data-export-set", allow_custom_value=False)
-        ui.exp_fmt = gr.Radio(["jsonl", "hf", "video-r1"], value="jsonl", label="Format", elem_id="data-export-format")
+        ui.exp_fmt = gr.Radio(list(FORMATS), value="jsonl", label="Format", elem_id="data-export-format")
         ui.b_export = gr.Button("Export", elem_id="data-export")
     ui.link = gr.HTML(elem_id="data-export-link")
     return ui

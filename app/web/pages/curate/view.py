@@ -1,4 +1,4 @@
-"""HTML for the curate page, from Jinja2 templates (app/web/templates/curate_*.html, autoescaped):
+"""HTML for the curate page, from Jinja2 templates (app/web/pages/curate/curate_*.html, autoescaped):
 the context filmstrip with the gap, the option pool, progress, the filter bar, the list, the rubric.
 
 Solve first, then vet. Until the curator has answered a puzzle (`answer` is None) the view is
@@ -10,7 +10,7 @@ one, targets are marked and the distractors can be vetted with reasons.
 
 Pure functions of the puzzle record and the curator's current state, so the server renders one string
 per action and the browser swaps it in. Frames are 240 px thumbnails (`/thumb`); play-in-gap uses the
-full-size frames, named by `data-full` (static/curate.js)."""
+full-size frames, named by `data-full` (app/web/pages/curate/curate.js)."""
 from __future__ import annotations
 
 from app.web.templating import render
@@ -19,6 +19,7 @@ from mvp_core.puzzle import Puzzle
 REASON_TITLES = {"near_duplicate": "looks the same as a target or a shown frame",
                  "ambiguous": "could also fit the gap", "too_easy": "obviously wrong (teaches nothing)",
                  "broken_frame": "broken, black or blank frame", "other": "other (write a note)"}
+DEFAULT_REASON = "ambiguous"     # a distractor rejected without a reason chosen
 NOTHING_LEFT = "Nothing left to review. Thank you!"
 NOTHING_MATCHES = "Nothing left in your queue under this filter (the list below shows every matching puzzle)."
 
@@ -30,7 +31,8 @@ def puzzle_html(p: Puzzle | None, option_verdicts: dict[str, dict], my_verdict: 
         return render("curate_puzzle.html", p=None, empty_text=empty_text)
     return render("curate_puzzle.html", p=p, option_verdicts=option_verdicts, my_verdict=my_verdict,
                   status=status, answer=answer, video_name=video_name or p.video.path.rsplit("/", 1)[-1],
-                  label_of={o.uri: o.label for o in p.options} if answer is not None else {})
+                  label_of={o.uri: o.label for o in p.options} if answer is not None else {},
+                  reasons=REASON_TITLES, default_reason=DEFAULT_REASON)
 
 
 def filmstrip_html(p: Puzzle, answered: bool) -> str:

@@ -1,4 +1,4 @@
-"""The curate page's JSON API: POST /curate/api/<action>, called by static/curate.js.
+"""The curate page's JSON API: POST /curate/api/<action>, called by app/web/pages/curate/curate.js.
 
 Why not Gradio events: a verdict through Gradio's queue (join, SSE stream, diff, Svelte re-render)
 cost ~160-180 ms before the next puzzle's HTML was even in the page on the shared VM; one fetch of a
@@ -22,7 +22,7 @@ from sqlalchemy.orm import sessionmaker
 from app.web.auth import Forbidden
 from app.web.common import WebContext
 from app.web.limits import BadBody, read_json
-from app.web.pages.curate import MAX_KEYS, PAGE, CurateActions, new_state
+from app.web.pages.curate.page import MAX_KEYS, PAGE, CurateActions, new_state
 from db.models.curation import REASON_CODES
 from mvp_core.errors import UserError
 
@@ -93,9 +93,11 @@ def _dispatch(act: CurateActions, Read: sessionmaker, uid: int, action: str, bod
         reason = body.get("reason")
         if reason not in REASON_CODES:
             raise UserError(f"bad request: reason must be one of {', '.join(REASON_CODES)}")
-        index = _index(body)
+        index, to = _index(body), body.get("to")
+        if to not in (None, "keep", "reject"):
+            raise UserError("bad request: to must be keep or reject")
         _check_assigned(Read, uid, st)
-        return act.toggle(uid, st, index, reason)
+        return act.toggle(uid, st, index, reason, to)
     if action == "undo":
         return act.undo(uid, st)
     if action == "move":

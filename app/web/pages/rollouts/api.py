@@ -1,5 +1,5 @@
 """The Rollouts page's view API: GET /rollouts/api/view?left=&right=&puzzle=, called by
-static/rollouts.js. It answers the four panes (the puzzle, the left and right answer groups, the run)
+app/web/pages/rollouts/rollouts.js. It answers the four panes (the puzzle, the left and right answer groups, the run)
 as HTML in one JSON object; without `left` it picks the page's default (the newest version, its
 run's other one, the first puzzle of its first video), so the script can fetch the first view while
 Gradio is still starting.
@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from app.web.auth import Forbidden
 from app.web.common import WebContext
 from app.web.limits import not_text
-from app.web.pages.rollouts import PAGE, opening, view
+from app.web.pages.rollouts.page import PAGE, opening, view
 from db.runs import rollout_views as rd
 from mvp_core.errors import UserError
 

@@ -7,7 +7,7 @@ it), KL and step time, drawn in the same tab on a 1 s timer; the log follows its
 
 Runs outlive the page and the server: the page re-attaches to whatever DATA/train/active.json
 names (app/web/jobs.py) and shows that run's settings in the form. Past runs, their curves
-overlaid, and each run's sampled completions are in app/web/pages/train_runs.py below the form."""
+overlaid, and each run's sampled completions are in app/web/pages/train/runs.py below the form."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,7 +16,7 @@ from pathlib import Path
 import gradio as gr
 
 from app.web import jobs as train_jobs
-from app.web.common import WebContext, esc, filled, form_number, guard, msg_html
+from app.web.common import WebContext, esc, filled, form_number, guard, msg_html, nav_html
 from app.web.svg_chart import line_chart
 from mvp_core.errors import UserError
 
@@ -287,24 +287,22 @@ class TrainHandlers:
             return [*ups, default_yaml() if grpo else sft_yaml()]
 
 
-def build_train_page(ctx: WebContext) -> None:
-    """Add the page's components to the Blocks being built (app/web/server.py wraps it with the nav
-    bar) and wire their events."""
-    from app.web.pages import train_runs
-    f = build_form()
-    runs_ui = train_runs.build_runs_section(ctx)
-    h = TrainHandlers(ctx)
-    page = gr.context.Context.root_block      # the Blocks being built: the page's own load event
-    f.fields["trainer"].input(h.trainer, [f.fields["trainer"]], [*(f.fields[k] for k in FORM_KEYS), f.config])
-    page.load(h.load, None, [*f.form, f.config, f.launch, *f.live])
-    page.load(runs_ui.load, None, runs_ui.outputs)
-    f.timer.tick(h.refresh, None, f.live, show_progress="hidden")
-    f.launch.click(h.launch, [*f.form, f.config], [f.msg, *f.live], api_name="train_launch")
-    f.stop.click(h.stop, None, [f.msg, *f.live], api_name="train_stop")
-
-
-# Standalone use (the web app normally wraps build_train_page with its navigation bar).
 def build(ctx: WebContext) -> gr.Blocks:
-    with gr.Blocks(title="MVP Studio · Train") as demo:
-        build_train_page(ctx)
-    return demo
+    """The page: the navigation bar, the form, the live charts and the past runs, with their events."""
+    from app.web.pages.train import runs as train_runs
+    with gr.Blocks(title="MVP Studio · Train") as page:
+        nav = gr.HTML()
+        f = build_form()
+        runs_ui = train_runs.build_runs_section(ctx)
+        h = TrainHandlers(ctx)
+
+        def nav_fn(request: gr.Request):
+            return nav_html(ctx, request.username, PAGE)
+        page.load(nav_fn, None, nav)
+        f.fields["trainer"].input(h.trainer, [f.fields["trainer"]], [*(f.fields[k] for k in FORM_KEYS), f.config])
+        page.load(h.load, None, [*f.form, f.config, f.launch, *f.live])
+        page.load(runs_ui.load, None, runs_ui.outputs)
+        f.timer.tick(h.refresh, None, f.live, show_progress="hidden")
+        f.launch.click(h.launch, [*f.form, f.config], [f.msg, *f.live], api_name="train_launch")
+        f.stop.click(h.stop, None, [f.msg, *f.live], api_name="train_stop")
+    return page

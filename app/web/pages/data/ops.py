@@ -201,7 +201,8 @@ def set_names(ctx: WebContext) -> list[str]:
 
 def export_zip(ctx: WebContext, name: str, fmt: str) -> Path:
     """Export the set into a fresh folder and zip it under DATA/exports; returns the zip's path."""
-    from db.sets.export import FORMATS, export_set
+    from db.sets.export import export_set
+    from mvp_core.export.formats import FORMATS
     if fmt not in FORMATS:
         raise UserError(f"format must be one of {', '.join(FORMATS)}")
     if not name:

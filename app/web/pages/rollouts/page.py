@@ -3,11 +3,11 @@ checkpoint, of one run or two) side by side on the same puzzle: the puzzle itsel
 filmstrip and gap, the options, the prompt), then each version's G answers with their reasoning,
 the chosen frames shown in the gap, every reward term and the training advantage; how often each
 distractor fooled the model; zero-variance groups flagged (one click sends the puzzle back to the
-curation queue). Below: evaluate a checkpoint as a background job (app/web/pages/rollouts_eval.py)
-and the stored evaluations per checkpoint beside the shortcut baselines (app/web/pages/stats_eval.py).
+curation queue). Below: evaluate a checkpoint as a background job (app/web/pages/rollouts/eval.py)
+and the stored evaluations per checkpoint beside the shortcut baselines (app/web/pages/stats/eval.py).
 
 The four panes below the controls (puzzle, left and right answers, run) are filled by
-static/rollouts.js from the page's view API (app/web/rollouts_api.py), not by Gradio events: the
+app/web/pages/rollouts/rollouts.js from the page's view API (app/web/pages/rollouts/api.py), not by Gradio events: the
 script fetches the default view as soon as it runs, while Gradio is still starting, and a puzzle
 or version switch is one small fetch. The controls are Gradio's; each answers with the controls
 below it in one event (`.input`, not `.change`, so no cascade) and then hands the chosen versions
@@ -19,8 +19,9 @@ from dataclasses import dataclass
 import gradio as gr
 
 from app.web.common import WebContext, guard, msg_html, nav_html
-from app.web.pages import rollouts_eval, rollouts_steer, stats_eval
-from app.web.pages.rollouts_view import group_html, puzzle_html, run_html
+from app.web.pages.rollouts import eval as rollouts_eval, steer as rollouts_steer
+from app.web.pages.stats import eval as stats_eval
+from app.web.pages.rollouts.view import group_html, puzzle_html, run_html
 from db.runs import rollout_views as rd
 
 PAGE = "rollouts"
@@ -126,7 +127,7 @@ class RolloutsUI:
 
     @property
     def selection(self) -> list:
-        """What the view shows: left and right versions, the puzzle (static/rollouts.js `show`)."""
+        """What the view shows: left and right versions, the puzzle (app/web/pages/rollouts/rollouts.js `show`)."""
         return [self.ckpt, self.ckpt2, self.puzzle]
 
 
@@ -142,7 +143,7 @@ def build_controls() -> RolloutsUI:
     with gr.Row():
         requeue = gr.Button("Send this puzzle back to the curation queue", elem_id="ro-requeue")
     msg = gr.HTML(elem_id="ro-msg")
-    # panes static/rollouts.js fills (their Gradio values never change, so Gradio never redraws them)
+    # panes app/web/pages/rollouts/rollouts.js fills (their Gradio values never change, so Gradio never redraws them)
     puzzle_view = gr.HTML('<div id="ro-pane-puzzle" class="mvp-pane"></div>', elem_id="ro-puzzle-box")
     with gr.Row(elem_classes=["mvp-side"]):
         left = gr.HTML('<div id="ro-pane-left" class="mvp-pane"></div>', elem_id="ro-left")
@@ -188,7 +189,7 @@ class RolloutsHandlers:
             return msg_html(f"{pid} is back in the curation queue")
 
 
-# hands the selection to static/rollouts.js, which fetches and shows the view (no Python runs)
+# hands the selection to app/web/pages/rollouts/rollouts.js, which fetches and shows the view (no Python runs)
 SHOW_JS = "(l, r, p) => { window.mvpRollouts && window.mvpRollouts.show(l, r, p); }"
 
 

@@ -1,4 +1,4 @@
-// Keyboard shortcuts for the curate page. A key calls the same function of static/curate.js that
+// Keyboard shortcuts for the curate page. A key calls the same function of app/web/pages/curate/curate.js that
 // the page's button calls (window.mvpCurate), so a shortcut does exactly what the click does, and the
 // server checks it the same way; the Gradio button is only pressed if that script is missing.
 // Ignored while typing in a text box, and with Ctrl/Alt/Meta held (browser shortcuts keep working).

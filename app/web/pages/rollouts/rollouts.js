@@ -1,11 +1,11 @@
 // The Rollouts page's client: fills the four panes (puzzle, left and right answers, run) from the
-// page's view API (/rollouts/api/view, see app/web/rollouts_api.py) instead of Gradio events, so a
+// page's view API (/rollouts/api/view, see app/web/pages/rollouts/api.py) instead of Gradio events, so a
 // puzzle switch is one small fetch, not Gradio's run/predict plus a re-render (docs/web.md).
 //
 // The first view is fetched as soon as this script runs (the server picks the page's default
 // selection), while Gradio is still starting; its images start loading at once and it is painted
 // the moment Gradio has drawn the panes. The page's controls then call `show(left, right, puzzle)`
-// (app/web/pages/rollouts.py SHOW_JS); a selection already shown is not fetched again, and only the
+// (app/web/pages/rollouts/page.py SHOW_JS); a selection already shown is not fetched again, and only the
 // newest selection's answer is painted.
 (function () {
   "use strict";

@@ -1,14 +1,14 @@
 """The curate page: solve each puzzle first, then vet it; keyboard first.
 
 Solve first, then vet: while a curator has not answered a puzzle its view is blind (see
-app/web/pages/curate_view.py); picking options into the gap happens in the browser only (no request,
+app/web/pages/curate/view.py); picking options into the gap happens in the browser only (no request,
 so nothing to time), and the answer is one request that stores it (`db.review.human`) and returns the
 revealed view. Distractor verdicts and accept/reject need that answer; a skip does not (a skip is
 not a verdict).
 
 Every action (answer, verdict, distractor toggle, undo, move, filter, open) is one JSON request
-(app/web/curate_api.py -> CurateActions) that returns the whole puzzle view as HTML, plus the puzzle a
-verdict will most likely lead to, so static/curate.js can show it the moment a verdict key is
+(app/web/pages/curate/api.py -> CurateActions) that returns the whole puzzle view as HTML, plus the puzzle a
+verdict will most likely lead to, so app/web/pages/curate/curate.js can show it the moment a verdict key is
 pressed. The per-browser-tab state is small: the current puzzle id, the puzzles seen before and
 after it (for <- / ->) and the tab's queue filter (video, status, distractor kind, difficulty), which
 every claim of the next puzzle honours (`db.review.next_puzzle(..., filt=...)`). All verdicts go
@@ -21,7 +21,8 @@ import gradio as gr
 from sqlalchemy import select
 
 from app.web.common import WebContext, guard, nav_html
-from app.web.pages.curate_view import (
+from app.web.pages.curate.view import (
+    DEFAULT_REASON,
     HELP_HTML,
     NOTHING_LEFT,
     NOTHING_MATCHES,
@@ -41,7 +42,6 @@ from mvp_core.puzzle import Puzzle
 
 PAGE = "curate"
 MAX_KEYS = 9
-DEFAULT_REASON = "ambiguous"
 
 
 def new_state() -> dict:
@@ -158,7 +158,9 @@ class CurateActions:
             state["fwd"] = fwd
             return self.view(s, uid, state, f"{verdict}: {pid}")
 
-    def toggle(self, uid: int, state: dict, index: int, reason: str):
+    def toggle(self, uid: int, state: dict, index: int, reason: str, to: str | None = None):
+        """Keep or reject option `index`: to `to` when given (a card's own Keep / Reject buttons), else
+        the other way round (the digit key)."""
         from db.review.human import answer_of
         from db.review import set_option_verdict
         with self.ctx.Session() as s:
@@ -175,7 +177,7 @@ class CurateActions:
             cur = s.scalar(select(OptionVerdict.verdict).where(
                 OptionVerdict.puzzle_id == pid, OptionVerdict.label == label, OptionVerdict.user_id == uid))
             reason = reason if reason in REASON_CODES else DEFAULT_REASON
-            if cur == "reject":
+            if (to or ("keep" if cur == "reject" else "reject")) == "keep":
                 set_option_verdict(s, uid, pid, label, "keep")
                 return self.view(s, uid, state, f"option {label}: keep")
             set_option_verdict(s, uid, pid, label, "reject", reason_code=reason)
@@ -254,13 +256,13 @@ ANSWER_FIRST = "solve first: pick the options that fill the gap in order (digits
 
 
 def _js(call: str) -> str:
-    """A button's click handler in the page: the same function the hotkey calls (static/curate.js)."""
+    """A button's click handler in the page: the same function the hotkey calls (app/web/pages/curate/curate.js)."""
     return f"() => {{ window.mvpCurate && window.mvpCurate.{call}; }}"
 
 
 def filter_bar(ctx: WebContext) -> str:
     """The queue filter (video by file name, status or "skipped", distractor kind, difficulty) as
-    plain controls that static/curate.js reads when "Filter" is pressed."""
+    plain controls that app/web/pages/curate/curate.js reads when "Filter" is pressed."""
     from db.review.browse import option_kinds, video_names
     with ctx.Session() as s:
         names = sorted(video_names(s).items(), key=lambda kv: kv[1])
@@ -270,8 +272,8 @@ def filter_bar(ctx: WebContext) -> str:
 
 def build(ctx: WebContext) -> gr.Blocks:
     """The page's layout. Gradio draws the chrome (nav, buttons, reason, note); the puzzle view, the
-    message, progress and the list are plain <div>s that static/curate.js fills from the JSON API
-    (app/web/curate_api.py), so a verdict is one fetch instead of a Gradio queue/SSE round trip plus a
+    message, progress and the list are plain <div>s that app/web/pages/curate/curate.js fills from the JSON API
+    (app/web/pages/curate/api.py), so a verdict is one fetch instead of a Gradio queue/SSE round trip plus a
     re-render. Their gr.HTML values never change, so Gradio never redraws over what the script put
     there."""
     with gr.Blocks(title="MVP Studio · Curate") as demo:

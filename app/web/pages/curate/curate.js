@@ -1,5 +1,5 @@
 // The curate page's client: renders the puzzle view from the JSON API (/curate/api/<action>, see
-// app/web/curate_api.py) instead of Gradio events, so a verdict costs one small fetch, not a Gradio
+// app/web/pages/curate/api.py) instead of Gradio events, so a verdict costs one small fetch, not a Gradio
 // queue/SSE round trip plus a re-render.
 //
 // Verdicts are shown optimistically: every answer carries `next`, the puzzle a verdict on the shown
@@ -303,6 +303,17 @@
     else if (phase() === "vet") toggle(index);
   }
 
+  // a card's own controls (mouse and touch): Keep / Reject, and a new reason re-rejects a rejected card
+  function setOption(card, to) {
+    const index = Number(card.dataset.index), why = card.querySelector(".mvp-card-reason");
+    return simple("toggle", () => ({ index, to, reason: why ? why.value : reason() }))();
+  }
+  document.addEventListener("change", (e) => {
+    const sel = e.target.closest && e.target.closest("#mvp-puzzle[data-phase=vet] .mvp-card-reason");
+    const card = sel && sel.closest(".mvp-opt");
+    if (card && card.dataset.state === "reject") setOption(card, "reject");
+  });
+
   function toggle(index) { const r = reason(); return simple("toggle", () => ({ index, reason: r }))(); }
 
   // The queue filter: the server claims the next puzzle among the matching ones and lists them all.
@@ -354,6 +365,8 @@
     if (e.target.closest("#mvp-filter-clear")) { filter({}); return; }
     const link = e.target.closest("#mvp-list-box a.mvp-open");
     if (link) { e.preventDefault(); open(link.dataset.puzzleId); return; }
+    const ctl = e.target.closest("#mvp-puzzle[data-phase=vet] .mvp-card-ctl button");
+    if (ctl) { e.preventDefault(); setOption(ctl.closest(".mvp-opt"), ctl.dataset.to); return; }
     const card = e.target.closest("#mvp-puzzle[data-phase=answer] .mvp-opt");
     if (card) { e.preventDefault(); pick(Number(card.dataset.index)); }
   });
@@ -361,6 +374,15 @@
   function start() {
     if (started || !$("mvp-stage")) return;
     started = true;
+    // at phone width the rubric starts folded: the puzzle, not the rules, fills the first screen
+    let folded = false;
+    const fold = () => {
+      const rubric = $("mvp-rubric");
+      if (folded || !rubric) return;
+      folded = true;
+      if (matchMedia("(max-width: 600px)").matches) rubric.open = false;
+    };
+    fold();
     const q = new URLSearchParams(location.search);
     const deep = q.get("puzzle");
     enqueue(async () => {
@@ -373,6 +395,7 @@
     // tab's filter in it whenever Gradio (re)draws it
     let bar = null;
     new MutationObserver(() => {
+      fold();
       const now = $("mvp-filter");
       if (now && now !== bar) { bar = now; showFilter(); }
     }).observe(document.documentElement, { childList: true, subtree: true });

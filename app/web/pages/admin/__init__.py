@@ -1,0 +1,1 @@
+"""The Admin page: users (add, set role, set password)."""

@@ -1,0 +1,143 @@
+"""The one registry of export formats (CLI choices, the Data page and docs/store.md read it) and the
+pure row builders behind each consumer format. db/sets/export.py reads the set and writes the files.
+
+Every model input built here shows only the context frames and the options, never a masked (target)
+frame: the prompt is the project's own (mvp_core/model/prompt.py, frame mode) with each image part
+replaced by an `<image>` slot, and the images listed in slot order. Image paths are relative to the
+export folder (`./`-relative where the consumer resolves paths against its working directory)."""
+from __future__ import annotations
+
+import json
+
+from mvp_core.model.prompt import render_messages
+
+DATA_SOURCE = "mvp"       # verl / EasyR1 key their reward on it; mvp_core/export/reward_fn.py answers it
+IMAGE_SLOT = "<image>"
+
+# name -> one line on what it is (the CLI help, the Data page and docs/store.md read these).
+FORMATS: dict[str, str] = {
+    "jsonl": "the set's canonical records (puzzles.jsonl, hash = set hash) + set.json + frames; `mvp import` takes it back",
+    "hf": "Hugging Face datasets folder: data/<split>-*.parquet with embedded images, option labels as text",
+    "verl": "verl RLHFDataset parquet per split: data_source, chat prompt with <image> slots, images, reward_model, extra_info",
+    "easyr1": "EasyR1 RLHFDataset parquet per split: problem (<image> slots), answer, images",
+    "trl": "TRL conversational prompt/completion parquet per split with an ordered images list; options as labels",
+    "llamafactory": "LLaMA-Factory sharegpt JSON per split (messages + images) and dataset_info.json",
+    "video-r1": "Video-R1 JSON (problem_id, problem, process, solution, ...) with context frames and options as ./ images",
+}
+
+
+def solution(rec: dict) -> str:
+    """The exact answer in the project's answer format (mvp_core/model/prompt.py instruction), so the
+    project's reward (mvp_core/reward.py) gives it full marks."""
+    return f"<think>{process(rec)}</think><answer>{', '.join(rec['answer'])}</answer>"
+
+
+def process(rec: dict) -> str:
+    """A short reasoning text for SFT formats that ask for one (Video-R1's `process`)."""
+    m = rec["mask"]["length"]
+    return (f"The gap holds {m} frame{'s' if m > 1 else ''}; the options that continue the motion from the "
+            f"frames before it to the frames after it, in order, are {', '.join(rec['answer'])}.")
+
+
+def prompt_and_images(rec: dict) -> tuple[str, list[str]]:
+    """(the user text with one `<image>` slot per context frame and per option, the image uris in
+    slot order). Masked frames appear only as the [MASKED] text slot."""
+    (msg,) = [m for m in render_messages(rec) if m["role"] == "user"]
+    text, images = [], []
+    for part in msg["content"]:
+        if part["type"] == "text":
+            text.append(part["text"])
+        elif part["type"] == "image":
+            text.append(IMAGE_SLOT)
+            images.append(part["image"])
+        else:       # frame mode only: render_messages gives no video part here
+            raise ValueError(f"unexpected prompt part {part['type']!r}")
+    return "".join(text), images
+
+
+def ground_truth(rec: dict) -> str:
+    """The reward's inputs as one JSON string: the answer labels and the label pool."""
+    return json.dumps({"answer": list(rec["answer"]), "pool": [o["label"] for o in rec["options"]]})
+
+
+def masked_uris(rec: dict) -> set[str]:
+    s, m = rec["mask"]["start"], rec["mask"]["length"]
+    return {f["uri"] for f in rec["frames"][s:s + m]}
+
+
+def _check(rec: dict, images: list[str]) -> None:
+    # Target frames are also options (by uri); a masked frame's own uri must never be a context image.
+    s, m = rec["mask"]["start"], rec["mask"]["length"]
+    ctx = [f["uri"] for i, f in enumerate(rec["frames"]) if not s <= i < s + m]
+    if images[:len(ctx)] != ctx:
+        raise ValueError(f"puzzle {rec['id']}: prompt images are not the context frames")
+
+
+def verl_row(rec: dict, index: int, set_hash: str, path) -> dict:
+    """`path(uri)` gives the image path stored in the row."""
+    text, images = prompt_and_images(rec)
+    _check(rec, images)
+    split = rec.get("split", "train")
+    return {"data_source": DATA_SOURCE, "prompt": [{"role": "user", "content": text}],
+            "images": [{"image": path(u)} for u in images], "ability": "video-reasoning",
+            "reward_model": {"style": "rule", "ground_truth": ground_truth(rec)},
+            "extra_info": {"puzzle_id": rec["id"], "split": split, "set_hash": set_hash, "index": index}}
+
+
+def easyr1_row(rec: dict, index: int, set_hash: str, path) -> dict:
+    """EasyR1's defaults: prompt_key=problem, answer_key=answer, image_key=images."""
+    text, images = prompt_and_images(rec)
+    _check(rec, images)
+    return {"problem": text, "answer": ground_truth(rec), "images": [path(u) for u in images],
+            "data_source": DATA_SOURCE, "puzzle_id": rec["id"], "split": rec.get("split", "train"),
+            "set_hash": set_hash, "index": index}
+
+
+def trl_row(rec: dict, index: int, set_hash: str, path) -> dict:
+    """TRL conversational prompt/completion; `answer` and `options` (labels) are the reward's columns
+    (mvp_core.reward.mvp_reward)."""
+    text, images = prompt_and_images(rec)
+    _check(rec, images)
+    content = []
+    for i, piece in enumerate(text.split(IMAGE_SLOT)):
+        if i:
+            content.append({"type": "image", "text": None})
+        if piece:
+            content.append({"type": "text", "text": piece})
+    return {"prompt": [{"role": "user", "content": content}],
+            "completion": [{"role": "assistant", "content": solution(rec)}],
+            "images": [path(u) for u in images], "answer": list(rec["answer"]),
+            "options": [o["label"] for o in rec["options"]], "puzzle_id": rec["id"],
+            "split": rec.get("split", "train"), "set_hash": set_hash}
+
+
+def llamafactory_row(rec: dict, index: int, set_hash: str, path) -> dict:
+    text, images = prompt_and_images(rec)
+    _check(rec, images)
+    return {"messages": [{"role": "user", "content": text}, {"role": "assistant", "content": solution(rec)}],
+            "images": [path(u) for u in images], "puzzle_id": rec["id"], "split": rec.get("split", "train")}
+
+
+def llamafactory_info(split_files: dict[str, str]) -> dict:
+    """dataset_info.json entries (LLaMA-Factory data/README.md, sharegpt with openai-style messages)."""
+    return {f"mvp_{split}": {"file_name": f, "formatting": "sharegpt",
+                             "columns": {"messages": "messages", "images": "images"},
+                             "tags": {"role_tag": "role", "content_tag": "content",
+                                      "user_tag": "user", "assistant_tag": "assistant"}}
+            for split, f in split_files.items()}
+
+
+def video_r1_row(rec: dict, index: int, set_hash: str, path) -> dict:
+    """Video-R1's fields; its data_type "image" path list holds the context frames and options (no
+    clip of the source video: that would show the masked frames)."""
+    text, images = prompt_and_images(rec)
+    _check(rec, images)
+    return {"problem_id": rec["id"], "split": rec.get("split", "train"), "problem": text,
+            "data_type": "image", "problem_type": "free-form",
+            "options": [o["label"] for o in rec["options"]], "process": f"<think>{process(rec)}</think>",
+            "solution": f"<answer>{', '.join(rec['answer'])}</answer>",
+            "path": [path(u) for u in images], "set_hash": set_hash}
+
+
+BUILDERS = {"verl": verl_row, "easyr1": easyr1_row, "trl": trl_row, "llamafactory": llamafactory_row,
+            "video-r1": video_r1_row}

@@ -1,0 +1,102 @@
+"""The served app as tests and benchmarks drive it: `mvp serve` as a subprocess on a free port, Debian's
+Chromium for Playwright, a browser login, and a login over plain HTTP as a browser does it (GET the form
+for its CSRF token, then POST)."""
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import httpx
+
+from testkit.cli import ROOT, mvp_cmd
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+CSRF_RE = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`mvp serve` as a subprocess, as a user would start it; restartable on the same port."""
+
+    def __init__(self, data: Path, db_url: str, port: int, log: Path, extra: list[str] | None = None):
+        self.data, self.db_url, self.port, self.log_path = data, db_url, port, log
+        self.extra = extra or []
+        self.url = f"http://127.0.0.1:{port}"
+        self.proc = None
+
+    def start(self, timeout: float = 300) -> "Server":
+        log = open(self.log_path, "a")
+        self.proc = subprocess.Popen(mvp_cmd("serve", "--data", self.data, "--db", self.db_url,
+                                             "--port", self.port, *self.extra),
+                                     cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                     env=dict(os.environ, PYTHONUNBUFFERED="1",
+                                              GRADIO_TEMP_DIR=str(self.data.parent / "gradio-tmp")))
+        log.close()
+        deadline = time.time() + timeout
+        while True:
+            try:
+                urllib.request.urlopen(self.url + "/login", timeout=2)
+                return self
+            except OSError:
+                if self.proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError("mvp serve did not start:\n" + self.log_path.read_text()[-3000:])
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+def browser_login(browser, url: str, name: str, password: str, path: str = "/"):
+    """A fresh browser context logged in as `name` at base `url`; returns (context, page) at `path`."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = ctx.new_page()
+    page.goto(url + path)
+    page.fill("#login-user", name)
+    page.fill("#login-password", password)
+    page.click("#login-submit")
+    return ctx, page
+
+
+def login_form(url: str, client: httpx.Client | None = None, headers: dict | None = None) -> tuple[httpx.Client, str]:
+    """(client holding the login-CSRF cookie, the form's token)."""
+    c = client or httpx.Client(base_url=url, timeout=60, follow_redirects=False)
+    r = c.get("/login", headers=headers or {})
+    assert r.status_code == 200, r.text
+    return c, CSRF_RE.search(r.text).group(1)
+
+
+def post_login(c: httpx.Client, token: str, name: str, password: str, headers: dict | None = None,
+               next_url: str = "/") -> httpx.Response:
+    return c.post("/login", data={"username": name, "password": password, "csrf": token, "next": next_url},
+                  headers=headers or {})
+
+
+def http_login(url: str, name: str, password: str, headers: dict | None = None) -> httpx.Client:
+    """An httpx client logged in as `name` (asserts the login worked)."""
+    c, tok = login_form(url, headers=headers)
+    r = post_login(c, tok, name, password, headers=headers)
+    assert r.status_code == 303, (r.status_code, r.text[:300])
+    return c

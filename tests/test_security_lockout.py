@@ -1,0 +1,71 @@
+"""Login limits that an outsider cannot turn against the owner (app/web/auth.py): failed guesses count per
+(name, address) and per address; `mvp users unlock NAME` forgets a name's failed guesses; and
+X-Forwarded-For is believed only from proxies the admin names (MVP_TRUSTED_PROXIES, none by default), so
+a client cannot pick the address its guesses count against. Run on SQLite and PostgreSQL."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import httpx
+import pytest
+from fixtures_security import login_form, post_login
+from fixtures_web import ROOT, Server, free_port
+
+from app.web.auth import LOGIN_PER_ADDR, LOGIN_PER_NAME
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def plain_server(request, tmp_path):
+    """`mvp serve` started as by default (no trusted proxy), with an admin "owner" and 30 curators."""
+    data = tmp_path / "data"
+    data.mkdir()
+    if request.param == "sqlite":
+        url = f"sqlite:///{data / 'mvp.sqlite'}"
+    else:
+        from testkit.store import create_pg_database
+        url = create_pg_database()
+    from db.engine import open_db
+    from db.users.accounts import add_user
+    Session = open_db(url, data)
+    with Session() as s:
+        add_user(s, "owner", "admin", "owner-password-1")
+        s.commit()
+    Session.kw["bind"].dispose()
+    srv = Server(data, url, free_port(), tmp_path / "serve.log").start()
+    yield srv, data, url
+    srv.stop()
+    if request.param == "postgresql":
+        from testkit.store import drop_pg_database
+        drop_pg_database(url)
+
+
+def _guess(url: str, name: str, password: str, xff: str | None = None) -> int:
+    hdr = {"X-Forwarded-For": xff} if xff else {}
+    c, tok = login_form(url, headers=hdr)
+    try:
+        return post_login(c, tok, name, password, headers=hdr).status_code
+    finally:
+        c.close()
+
+
+def test_unlock_and_forwarded_for_is_not_trusted_by_default(plain_server):
+    srv, data, url = plain_server
+    # LOGIN_PER_NAME wrong guesses at the owner, each claiming another address: all count against
+    # the real one (127.0.0.1), so the owner from here is held back ...
+    for i in range(LOGIN_PER_NAME):
+        assert _guess(srv.url, "owner", "wrong-password", f"10.9.0.{i}") == 401
+    assert _guess(srv.url, "owner", "owner-password-1", "10.9.1.1") == 429
+    # ... until the admin unlocks the name
+    res = subprocess.run([sys.executable, "-m", "app.cli", "users", "unlock", "owner", "--db", url, "--data", str(data)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and f"{LOGIN_PER_NAME} failed logins forgotten" in res.stdout, res.stdout + res.stderr
+    assert _guess(srv.url, "owner", "owner-password-1") == 303
+    res = subprocess.run([sys.executable, "-m", "app.cli", "users", "unlock", "nobody", "--db", url, "--data", str(data)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode != 0 and len(res.stderr.strip().splitlines()) == 1 and "no such user" in res.stderr
+    # the address allowance cannot be dodged with made-up X-Forwarded-For either
+    codes = [_guess(srv.url, f"name{i}", "wrong-password", f"10.8.{i}.1") for i in range(LOGIN_PER_ADDR)]
+    assert codes.count(401) == LOGIN_PER_ADDR - LOGIN_PER_NAME and codes.count(429) == LOGIN_PER_NAME, codes
+    assert _guess(srv.url, "name99", "wrong-password", "10.7.7.7") == 429
+    assert httpx.get(srv.url + "/login", timeout=30).status_code == 200
