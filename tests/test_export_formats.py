@@ -69,7 +69,7 @@ def test_rl_parquet_exports(store_db, tmp_path, fmt):
     out, recs, h = _frozen(store_db, tmp_path, fmt)
     files = {p.stem: str(p) for p in out.glob("*.parquet")}
     assert set(files) == {r.get("split", "train") for r in recs.values()}
-    ds = load_dataset("parquet", data_files=files)
+    ds = load_dataset("parquet", data_files=files, cache_dir=str(tmp_path / "hf-cache"))
     assert sum(len(d) for d in ds.values()) == len(recs)
     compute_score = _compute_score()
     for split, d in ds.items():
@@ -93,7 +93,8 @@ def test_rl_parquet_exports(store_db, tmp_path, fmt):
 def test_trl_export(store_db, tmp_path):
     from datasets import load_dataset
     out, recs, _ = _frozen(store_db, tmp_path, "trl")
-    ds = load_dataset("parquet", data_files={p.stem: str(p) for p in out.glob("*.parquet")})
+    ds = load_dataset("parquet", data_files={p.stem: str(p) for p in out.glob("*.parquet")},
+                      cache_dir=str(tmp_path / "hf-cache"))
     n = 0
     for d in ds.values():
         # the reward's columns, as TRL passes them: answer and options (labels)
@@ -140,7 +141,7 @@ def test_video_r1_export(store_db, tmp_path):
 def test_hf_export_has_no_masked_context(store_db, tmp_path):
     from datasets import load_dataset
     out, recs, _ = _frozen(store_db, tmp_path, "hf")
-    ds = load_dataset(str(out))
+    ds = load_dataset(str(out), cache_dir=str(tmp_path / "hf-cache"))   # a cache of its own: no other run's rows
     assert sum(len(d) for d in ds.values()) == len(recs)
     for d in ds.values():
         for row in d:
@@ -172,7 +173,8 @@ def test_trl_export_through_trls_data_path(store_db, tmp_path):
 
     from mvp_core.model.tiny import build_processor, build_tokenizer
     out, recs, _ = _frozen(store_db, tmp_path, "trl")
-    ds = load_dataset("parquet", data_files={p.stem: str(p) for p in out.glob("*.parquet")})
+    ds = load_dataset("parquet", data_files={p.stem: str(p) for p in out.glob("*.parquet")},
+                      cache_dir=str(tmp_path / "hf-cache"))
     proc = build_processor(build_tokenizer())
     n = 0
     for d in ds.values():

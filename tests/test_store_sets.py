@@ -182,8 +182,7 @@ def test_hf_and_video_r1_exports(store_db, tmp_path):
     for d in data:
         assert {"problem_id", "problem", "data_type", "problem_type", "options", "solution", "path"} <= set(d)
         assert d["split"] == split_of[d["problem_id"]]
-        assert (tmp_path / "vr1" / d["path"]).is_file()
-        assert all((tmp_path / "vr1" / u).is_file() for u in d["frames"])
+        assert d["path"] and all((tmp_path / "vr1" / u).is_file() for u in d["path"])
     r0 = next(r for r in items if r["id"] == data[0]["problem_id"])
     assert data[0]["solution"] == f"<answer>{', '.join(r0['answer'])}</answer>"
     assert main(["export", "--set", "nope", "--format", "jsonl", "--out", str(tmp_path / "y"),

@@ -195,9 +195,9 @@ def test_freeze_with_splits_and_export(fresh, browser, tmp_path):
             z.extractall(out[fmt])
     ctx.close()
     assert hashlib.sha256((out["jsonl"] / "puzzles.jsonl").read_bytes()).hexdigest() == chash
-    ds = load_dataset(str(out["hf"]))
+    ds = load_dataset(str(out["hf"]), cache_dir=str(tmp_path / "hf-cache"))
     assert sum(len(v) for v in ds.values()) == 4
     first = next(iter(ds.values()))[0]
     assert len(first["options"]) == len(first["option_labels"]) and first["answer"]
     items = json.loads((out["video-r1"] / "first-set.json").read_text())
-    assert len(items) == 4 and all(Path(out["video-r1"] / i["path"]).is_file() for i in items)
+    assert len(items) == 4 and all(Path(out["video-r1"] / u).is_file() for i in items for u in i["path"])
