@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from mvp_core.model.prompt import render_messages
+from mvp_core.reward import render_answer
 
 DATA_SOURCE = "mvp"       # verl / EasyR1 key their reward on it; mvp_core/export/reward_fn.py answers it
 IMAGE_SLOT = "<image>"
@@ -29,7 +30,7 @@ FORMATS: dict[str, str] = {
 def solution(rec: dict) -> str:
     """The exact answer in the project's answer format (mvp_core/model/prompt.py instruction), so the
     project's reward (mvp_core/reward.py) gives it full marks."""
-    return f"<think>{process(rec)}</think><answer>{', '.join(rec['answer'])}</answer>"
+    return render_answer(rec["answer"], process(rec))
 
 
 def process(rec: dict) -> str:
@@ -95,7 +96,7 @@ def easyr1_row(rec: dict, index: int, set_hash: str, path) -> dict:
 
 def trl_row(rec: dict, index: int, set_hash: str, path) -> dict:
     """TRL conversational prompt/completion; `answer` and `options` (labels) are the reward's columns
-    (mvp_core.reward.mvp_reward)."""
+    (mvp_core.reward.score_completion)."""
     text, images = prompt_and_images(rec)
     _check(rec, images)
     content = []
