@@ -38,8 +38,10 @@ def test_uploads_are_closed_on_every_page(sec_server, sec_data):
     for who, pw in (("ada", PASSWORDS["ada"]), ("cur03", PASSWORD["cur03"])):
         c = http_login(sec_server.url, who, pw)
         for page in PAGES:
+            r = c.post(f"/{page}/gradio_api/upload", files={"files": ("small.bin", b"\0" * 1000)})
+            assert r.status_code == 403, (who, page, r.status_code)           # the route is closed
             r = c.post(f"/{page}/gradio_api/upload", files={"files": ("big.bin", b"\0" * 5_000_000)})
-            assert r.status_code == 403, (who, page, r.status_code)
+            assert r.status_code == 413, (who, page, r.status_code)           # and a big body is never read
     after = sorted(tmp.rglob("*")) if tmp.exists() else []
     assert after == before                                    # nothing was written
 
