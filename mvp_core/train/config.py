@@ -19,6 +19,20 @@ from mvp_core.config import DocumentedConfig, parse_overrides
 from mvp_core.errors import UserError
 from mvp_core.reward import DEFAULT_WEIGHTS, check_weights
 
+# ---- fields both trainers' configs record (SFTConfig imports these) ------------------------------
+
+
+def set_hash_field():
+    return Field("", description="Content hash of the curated set the puzzles were snapshot from "
+                                 "(`--set`; recorded so a run names exactly what it trained on).")
+
+
+def set_splits_field():
+    return Field(default_factory=list, description=(
+        "The set's splits the run trains on (`--set` takes only `train` unless `--split` names others); "
+        "`mvp eval`/`mvp rollout` refuse a split listed here without --allow-trained-split."))
+
+
 LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo")
 SCALE_REWARDS = ("group", "batch", "none")
 LR_SCHEDULES = ("constant", "linear", "cosine")
@@ -37,11 +51,8 @@ class GRPOConfig(DocumentedConfig):
                                           "puzzles file's directory.")
     set_name: str = Field("", description="Name of the curated set (recorded in config.yaml); empty = the "
                                           "puzzles file's parent directory name.")
-    set_hash: str = Field("", description="Content hash of the curated set the puzzles were snapshot from "
-                                          "(`--set`; recorded so a run names exactly what it trained on).")
-    set_splits: list[str] = Field(default_factory=list, description=(
-        "The set's splits the run trains on (`--set` takes only `train` unless `--split` names others); "
-        "`mvp eval`/`mvp rollout` refuse a split listed here without --allow-trained-split."))
+    set_hash: str = set_hash_field()
+    set_splits: list[str] = set_splits_field()
     output_dir: str = Field("runs/grpo", description="Run directory: config.yaml, metrics.jsonl, completions/, "
                                                      "checkpoints/, stdout.log.")
     seed: int = Field(0, ge=0, le=2**32 - 1, description="Seed of the data order, sampling and initialisation "

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from mvp_core.config import DocumentedConfig
+from mvp_core.train.config import set_hash_field, set_splits_field
 
 
 class SFTConfig(DocumentedConfig):
@@ -19,11 +20,8 @@ class SFTConfig(DocumentedConfig):
     puzzles: str = Field("", description="Curated-set snapshot: a puzzles.jsonl file to train on.")
     data_dir: str = Field("", description="Directory the frame uris are relative to; empty = the puzzles file's.")
     set_name: str = Field("", description="Name of the curated set (recorded in config.yaml).")
-    set_hash: str = Field("", description="Content hash of the curated set the puzzles were snapshot from "
-                                          "(`--set`; recorded so a run names exactly what it trained on).")
-    set_splits: list[str] = Field(default_factory=list, description=(
-        "The set's splits the run trains on (`--set` takes only `train` unless `--split` names others); "
-        "`mvp eval`/`mvp rollout` refuse a split listed here without --allow-trained-split."))
+    set_hash: str = set_hash_field()
+    set_splits: list[str] = set_splits_field()
     output_dir: str = Field("runs/sft", description="Run directory (config.yaml, metrics.jsonl, checkpoints/, "
                                                     "stdout.log, status.json).")
     seed: int = Field(0, ge=0, description="Seed of the data order and of new weights (LoRA).")
