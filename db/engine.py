@@ -138,7 +138,13 @@ def user_engine(url: str) -> Engine:
 def _sqlite_file(path: str, shown: str) -> None:
     """A zero-byte file is refused (SQLite would silently make it a new, empty studio with no users: a
     truncated database must be restored, not replaced); a new database file is created readable by its
-    owner only (0600: it holds password hashes and sessions)."""
+    owner only (0600: it holds password hashes and sessions).
+
+    A new file is made whole under a private name and linked into place (link fails if the name
+    exists), so a process opening the same new database at the same moment never sees it at 0 bytes
+    and takes it for a truncated one."""
+    import sqlite3
+
     from mvp_core.errors import UserError
     try:
         if os.path.getsize(path) == 0:
@@ -147,13 +153,29 @@ def _sqlite_file(path: str, shown: str) -> None:
         return
     except FileNotFoundError:
         pass
-    if os.path.isdir(os.path.dirname(path) or "."):
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        return            # connecting below says the folder is missing
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.new-{os.getpid()}")
+    try:
+        os.close(os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600))
+        conn = sqlite3.connect(tmp)
         try:
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            conn.execute("PRAGMA user_version = 0")   # writes the header page: the file is a database
+            conn.commit()
+        finally:
+            conn.close()
+        try:
+            os.link(tmp, path)
         except FileExistsError:
-            pass
+            pass          # another process made it first: theirs is used
+    except (OSError, sqlite3.Error):
+        pass              # e.g. a read-only folder: connecting below says what is wrong
+    finally:
+        try:
+            os.unlink(tmp)
         except OSError:
-            pass          # e.g. a read-only folder: connecting below says what is wrong
+            pass
 
 
 def quick_check(engine: Engine) -> None:
