@@ -12,8 +12,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
-from db.models.curation import Setting
-from db.txn import run_txn
+from db.settings import get_setting, put_setting
 from mvp_core.errors import UserError
 
 ROOTS_KEY = "data.allowed_roots"
@@ -22,19 +21,8 @@ MAX_ROOTS = 50
 
 
 def _get(session: Session, key: str) -> list[str]:
-    row = session.get(Setting, key)
-    return list(row.value) if row is not None and isinstance(row.value, list) else []
-
-
-def _put(session: Session, key: str, value: list[str]) -> None:
-    def txn():
-        row = session.get(Setting, key, with_for_update=True)
-        if row is None:
-            session.add(Setting(key=key, value=value))
-        else:
-            row.value = value
-        session.flush()
-    run_txn(session, txn)
+    value = get_setting(session, key)
+    return list(value) if isinstance(value, list) else []
 
 
 def allowed_roots(session: Session) -> list[str]:
@@ -57,28 +45,17 @@ def set_allowed_roots(session: Session, lines: list[str]) -> list[str]:
             roots.append(str(real))
     if len(roots) > MAX_ROOTS:
         raise UserError(f"at most {MAX_ROOTS} allowed folders")
-    _put(session, ROOTS_KEY, roots)
+    put_setting(session, ROOTS_KEY, roots)
     return roots
 
 
 def check_folder(roots: list[str], path: str) -> Path:
-    """The real path of `path` if it is a folder inside one of `roots`, else UserError (one line)."""
-    p = (path or "").strip()
-    if not p or "\x00" in p or not os.path.isabs(p):
-        raise UserError("give the folder as an absolute path on the server")
+    """The real path of `path` if it is a folder inside one of `roots`, else UserError (one line that
+    says nothing about what exists outside the roots: mvp_core/roots.py)."""
+    from mvp_core.roots import inside_roots
     if not roots:
         raise UserError("no video folders are allowed yet: an admin sets them on the Admin page")
-    try:
-        real = Path(p).resolve(strict=True)
-    except (OSError, RuntimeError):
-        raise UserError(f"no such folder: {p}") from None
-    if not real.is_dir():
-        raise UserError(f"not a folder: {p}")
-    for root in roots:
-        r = Path(root).resolve()
-        if real == r or r in real.parents:
-            return real
-    raise UserError(f"{p} is outside the allowed folders ({', '.join(roots)})")
+    return inside_roots(roots, path, "folder", "dir")
 
 
 def folders(session: Session) -> list[str]:
@@ -98,9 +75,9 @@ def add_folder(session: Session, path: str) -> str:
     real = str(check_folder(allowed_roots(session), path))
     cur = _get(session, FOLDERS_KEY)
     if real not in cur:
-        _put(session, FOLDERS_KEY, cur + [real])
+        put_setting(session, FOLDERS_KEY, cur + [real])
     return real
 
 
 def remove_folder(session: Session, path: str) -> None:
-    _put(session, FOLDERS_KEY, [f for f in _get(session, FOLDERS_KEY) if f != path])
+    put_setting(session, FOLDERS_KEY, [f for f in _get(session, FOLDERS_KEY) if f != path])

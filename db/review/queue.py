@@ -16,7 +16,8 @@ from sqlalchemy import bindparam, case, delete, exists, func, insert, literal, s
 from sqlalchemy.orm import Session
 
 from db.models import Puzzle, utcnow
-from db.models.curation import Lease, PuzzleVerdict, ReviewState, Setting
+from db.models.curation import Lease, PuzzleVerdict, ReviewState
+from db.settings import get_setting, put_setting
 from db.review.queue_rule import (
     NO_FILTER,
     SKIPPED,
@@ -66,11 +67,6 @@ def status_sql(n_accept, n_reject, k):
 
 # ---- settings ---------------------------------------------------------------------------------
 
-def get_setting(session: Session, key: str, default=None):
-    row = session.get(Setting, key)
-    return default if row is None else row.value
-
-
 def overlap_k(session: Session) -> int:
     return int(get_setting(session, OVERLAP_KEY, 1))
 
@@ -80,15 +76,7 @@ def set_overlap(session: Session, k: int) -> None:
     if not isinstance(k, int) or k < 1 or k > 50:
         raise UserError("overlap k must be an integer between 1 and 50")
 
-    def txn():
-        row = session.get(Setting, OVERLAP_KEY, with_for_update=True)
-        if row is None:
-            session.add(Setting(key=OVERLAP_KEY, value=k))
-        else:
-            row.value = k
-        session.flush()
-        _refresh_all_statuses(session, k)
-    run_txn(session, txn)
+    put_setting(session, OVERLAP_KEY, k, then=lambda: _refresh_all_statuses(session, k))
 
 
 def _refresh_all_statuses(session: Session, k: int) -> None:
