@@ -11,36 +11,20 @@ import argparse
 import json
 from pathlib import Path
 
-import numpy as np
-
-N_BOOT = 2000
+from mvp_core.stats.learning import paired_diffs, pooled_diff_ci
 
 
-def video_diffs(work: Path) -> list[np.ndarray]:
-    """Per held-out video, grpo - sft mean reward of each of its puzzles (paired by puzzle id)."""
+def run_diffs(work: Path) -> tuple[list[float], list[str]]:
+    """grpo - sft reward per held-out puzzle of one learning-proof work directory, with its video."""
     video = {}
     for line in (work / "test" / "puzzles.jsonl").read_text().splitlines():
         if line.strip():
             rec = json.loads(line)
             video[rec["id"]] = rec["video"]["id"]
-    sft = {p["id"]: p["model_total"] for p in json.loads((work / "eval" / "sft.json").read_text())["puzzles"]}
-    grpo = {p["id"]: p["model_total"] for p in json.loads((work / "eval" / "grpo.json").read_text())["puzzles"]}
-    by: dict[str, list[float]] = {}
-    for pid in sorted(sft.keys() & grpo.keys()):
-        by.setdefault(video[pid], []).append(grpo[pid] - sft[pid])
-    return [np.array(v) for v in by.values()]
 
-
-def pooled(runs: list[list[np.ndarray]], seed: int = 0) -> tuple[float, float, float]:
-    """(mean over every puzzle of every run, 2.5th and 97.5th percentiles of the bootstrap)."""
-    rng = np.random.default_rng(seed)
-    point = float(np.concatenate([np.concatenate(r) for r in runs]).mean())
-    boots = []
-    for _ in range(N_BOOT):
-        parts = [r[i] for r in runs for i in rng.integers(0, len(r), len(r))]
-        boots.append(np.concatenate(parts).mean())
-    lo, hi = np.percentile(boots, [2.5, 97.5])
-    return point, float(lo), float(hi)
+    def totals(name: str) -> dict[str, float]:
+        return {p["id"]: p["model_total"] for p in json.loads((work / "eval" / f"{name}.json").read_text())["puzzles"]}
+    return paired_diffs(video, totals("grpo"), totals("sft"))
 
 
 def main(argv=None) -> int:
@@ -50,13 +34,13 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     runs, rows = [], []
     for w in args.works:
-        r = video_diffs(w)
-        point, lo, hi = pooled([r])
-        n = sum(len(v) for v in r)
-        print(f"{w}: {n} puzzles, {len(r)} videos, grpo - sft reward {point:+.4f} [{lo:+.4f}, {hi:+.4f}]")
+        r = run_diffs(w)
+        iv = pooled_diff_ci([r])
+        print(f"{w}: {iv.n} puzzles, {iv.clusters} videos, grpo - sft reward {iv.mean:+.4f} [{iv.lo:+.4f}, {iv.hi:+.4f}]")
         runs.append(r)
-        rows.append({"work": str(w), "n_test": n, "n_videos": len(r), "reward": point, "reward_ci": [lo, hi]})
-    point, lo, hi = pooled(runs)
+        rows.append({"work": str(w), "n_test": iv.n, "n_videos": iv.clusters, "reward": iv.mean, "reward_ci": [iv.lo, iv.hi]})
+    pooled = pooled_diff_ci(runs)
+    point, lo, hi = pooled.mean, pooled.lo, pooled.hi
     n = sum(row["n_test"] for row in rows)
     print(f"pooled: {n} puzzles, grpo - sft reward {point:+.4f} [{lo:+.4f}, {hi:+.4f}]")
     if args.out:

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def test_no_acknowledged_verdict_is_lost_across_cli_commands_and_a_crash(web_data, tmp_path):
-    from bench.web_durability import prepare, run
+    from testkit.durability import prepare, run
     src = web_data[0]
     url, users, admin = prepare(src, tmp_path / "data", "sqlite", 1000, 5)
     out = run(tmp_path / "data", url, users, admin, seconds=8, think_s=0.3, after_restart=("read", "backup"))

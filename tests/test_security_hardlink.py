@@ -39,7 +39,7 @@ def _verdicts(c, n: int) -> list[tuple[str, str]]:
 
 
 def test_hard_link_to_the_database_is_refused_and_no_verdict_is_lost(web_data, tmp_path):
-    from bench.web_durability import prepare, wal_deleted
+    from testkit.durability import prepare, wal_deleted
     from sqlalchemy import create_engine, text
     url, users, admin = prepare(web_data[0], tmp_path / "data", "sqlite", 60, 1)
     data = tmp_path / "data"

@@ -25,7 +25,7 @@ def _mvp(*args) -> None:
 
 @pytest.mark.slow
 def test_warm_start_solves_puzzles_of_new_videos(tmp_path):
-    from bench.learning_stats import report, system_scores
+    from mvp_core.stats.learning import report, system_scores
     from mvp_core.puzzle import Puzzle
     seed = int(os.environ.get("MVP_HELDOUT_SEED") or random.SystemRandom().randrange(1, 1_000_000))
     print(f"video seed {seed} (MVP_HELDOUT_SEED={seed} reproduces this run)")

@@ -35,21 +35,31 @@ def _cluster_sums(values: np.ndarray, clusters: Sequence[Hashable]) -> tuple[np.
 
 
 def cluster_mean_ci(values: Sequence[float], clusters: Sequence[Hashable], resamples: int = RESAMPLES,
-                    level: float = LEVEL, seed: int = 0) -> Interval:
+                    level: float = LEVEL, seed: int = 0, strata: Sequence[Hashable] | None = None) -> Interval:
     """Mean of `values` with a percentile interval from resampling whole clusters (videos) with
-    replacement; each resample's mean is over the observations it holds (a ratio estimator)."""
+    replacement; each resample's mean is over the observations it holds (a ratio estimator).
+    `strata` (one per observation, constant within a cluster): clusters are resampled within each
+    stratum, so each stratum keeps its number of clusters (e.g. several runs pooled, each kept whole)."""
     v = np.asarray(values, dtype=np.float64)
-    if len(v) != len(clusters):
-        raise ValueError("values and clusters differ in length")
+    if len(v) != len(clusters) or (strata is not None and len(strata) != len(v)):
+        raise ValueError("values, clusters and strata differ in length")
     if len(v) == 0:
         return Interval(float("nan"), float("nan"), float("nan"), 0, 0)
-    sums, counts = _cluster_sums(v, clusters)
+    keyed = list(zip(strata, clusters)) if strata is not None else list(clusters)
+    sums, counts = _cluster_sums(v, keyed)
     k = len(sums)
     mean = float(v.mean())
     if k < 2:
         return Interval(mean, mean, mean, len(v), k)
     rng = np.random.default_rng(seed)
-    picks = rng.integers(0, k, size=(resamples, k))
+    if strata is None:
+        picks = rng.integers(0, k, size=(resamples, k))
+    else:
+        of_stratum: dict[Hashable, list[int]] = {}
+        for i, key in enumerate(dict.fromkeys(keyed)):
+            of_stratum.setdefault(key[0], []).append(i)
+        picks = np.concatenate([np.asarray(ix)[rng.integers(0, len(ix), size=(resamples, len(ix)))]
+                                for ix in of_stratum.values()], axis=1)
     stats = sums[picks].sum(axis=1) / counts[picks].sum(axis=1)
     a = (1 - level) / 2
     lo, hi = np.quantile(stats, [a, 1 - a])
