@@ -5,7 +5,8 @@ with a progress bar and summary, runs the shortcut audit; two curators solve the
 (nothing tells them the targets before they answer); the researcher freezes a set split by video,
 exports it in each format as a download, and the Hugging Face export loads with `datasets`.
 
-The tests of this module run in order on one server (each step needs the one before)."""
+One test walks the journey on one server, step by step (each step needs the one before), so it passes
+alone and in any order of the suite."""
 from __future__ import annotations
 
 import hashlib
@@ -25,13 +26,14 @@ USERS = {"ada": ("admin", "ada-pass-12"), "rhea": ("researcher", "rhea-pass-1"),
          "cora": ("curator", "cora-pass-1"), "cody": ("curator", "cody-pass-1")}
 
 
-@pytest.fixture(scope="module")
-def fresh(sample_videos, trailer_clips, tmp_path_factory):
+@pytest.fixture()
+def fresh(sample_videos, trailer_clips, tmp_path):
     """`mvp serve` over an empty data directory (users only), and the folders a user would point at."""
     from db.engine import open_db
     from db.review import set_overlap
     from db.users.accounts import add_user
-    base = tmp_path_factory.mktemp("fresh")
+    base = tmp_path / "fresh"
+    base.mkdir()
     videos, outside, data = base / "videos", base / "outside", base / "data"
     videos.mkdir()
     outside.mkdir()
@@ -58,7 +60,7 @@ def _login(browser, fresh, name: str, path: str):
     return login(browser, fresh["app"], name, USERS[name][1], path=path)
 
 
-def test_admin_allows_a_folder(fresh, browser):
+def _admin_allows_a_folder(fresh, browser):
     ctx, page = _login(browser, fresh, "ada", "/admin/")
     page.wait_for_selector("#admin-roots textarea", timeout=30000)
     page.fill("#admin-roots textarea", str(fresh["videos"]))
@@ -67,7 +69,7 @@ def test_admin_allows_a_folder(fresh, browser):
     ctx.close()
 
 
-def test_researcher_adds_videos_and_synthesizes(fresh, browser):
+def _researcher_adds_videos_and_synthesizes(fresh, browser):
     ctx, page = _login(browser, fresh, "rhea", "/datasets/")
     page.wait_for_selector("#data-allowed", timeout=30000)
     assert str(fresh["videos"].resolve()) in page.inner_text("#data-allowed")
@@ -100,7 +102,7 @@ def test_researcher_adds_videos_and_synthesizes(fresh, browser):
         assert len(s.scalars(select(Puzzle.id)).all()) == 4
 
 
-def test_two_curators_solve_then_vet(fresh, browser):
+def _two_curators_solve_then_vet(fresh, browser):
     from db.review.human import per_puzzle, possibly_ambiguous
     from db.models import Puzzle
     from db.models.human import HumanAnswer
@@ -130,7 +132,7 @@ def test_two_curators_solve_then_vet(fresh, browser):
         assert [r["puzzle_id"] for r in possibly_ambiguous(s)] == [hard]
 
 
-def test_stats_put_humans_beside_the_solvers(fresh, browser):
+def _stats_put_humans_beside_the_solvers(fresh, browser):
     """One definition of a verdict: Stats and Curate count the same; videos by file name."""
     from db.review.human import possibly_ambiguous
     app = fresh["app"]
@@ -156,7 +158,7 @@ def test_stats_put_humans_beside_the_solvers(fresh, browser):
     ctx.close()
 
 
-def test_freeze_with_splits_and_export(fresh, browser, tmp_path):
+def _freeze_with_splits_and_export(fresh, browser, tmp_path):
     from datasets import load_dataset
 
     from db.sets.curated import get_set, load_set
@@ -201,3 +203,11 @@ def test_freeze_with_splits_and_export(fresh, browser, tmp_path):
     assert len(first["options"]) == len(first["option_labels"]) and first["answer"]
     items = json.loads((out["video-r1"] / "first-set.json").read_text())
     assert len(items) == 4 and all(Path(out["video-r1"] / u).is_file() for i in items for u in i["path"])
+
+
+def test_from_an_empty_folder_to_an_exported_set(fresh, browser, tmp_path):
+    _admin_allows_a_folder(fresh, browser)
+    _researcher_adds_videos_and_synthesizes(fresh, browser)
+    _two_curators_solve_then_vet(fresh, browser)
+    _stats_put_humans_beside_the_solvers(fresh, browser)
+    _freeze_with_splits_and_export(fresh, browser, tmp_path)
