@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "app.cli.videos",
     "app.cli.sft",
     "app.cli.steer",
+    "app.cli.import_run",
 ]
 
 
