@@ -1,0 +1,229 @@
+"""The studio's trainers beside TRL's, side by side in one run (docs/BENCHMARKS.md, "Against TRL"):
+`mvp train` (GRPO, prompt shared and not) against TRL's GRPOTrainer, and `mvp sft` against TRL's
+SFTTrainer, on the same tiny Qwen2.5-VL (assets/clock-sft), the same puzzles and prompts (TRL's rows
+are the project's `trl` export rows, mvp_core/export/formats.py), the same reward (TRL gets the
+project's reward in its form, mvp_core/export/logged_reward.py), the same optimizer settings, one
+thread each. Every configuration runs as its own process, repeated and interleaved (A B C A B C ...)
+so a noisy machine slows all alike; the figure is the median seconds per optimizer step after the
+first (warm-up) step, the ratio studio / TRL, each process's peak RSS, and the mean completion length
+(tokens) each sampled: a sampler that stops earlier does less work, so compare steps at similar lengths.
+
+    python bench/peer_trl.py [--groups 4,8] [--prompts 2] [--steps 4] [--repeats 3]
+
+A configuration's worker is this file run with `--worker` (TRL keeps process-wide state)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+MODEL = ROOT / "assets" / "clock-sft"
+COMPLETION_TOKENS = 32
+LR = 1e-5
+
+
+def _env() -> dict:
+    return dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
+
+
+def make_puzzles(work: Path) -> Path:
+    """WORK/data/puzzles.jsonl from generated clock videos (`mvp make-videos`, `mvp synth`): the puzzle
+    shape the warm start was trained on."""
+    from testkit.cli import run_mvp
+    run_mvp("make-videos", work / "videos", "--n", 6, "--seed", 11, "--kinds", "clock", timeout=600)
+    run_mvp("synth", work / "videos", "--data", work / "data", "--db", f"sqlite:///{work / 'data' / 'mvp.sqlite'}",
+            "--n", 4, "--m", 2, "--l", 2, "--per-video", 2, "--fps", 1, "--seed", 11, "--quiet", timeout=900)
+    return work / "data" / "puzzles.jsonl"
+
+
+def _records(puzzles: Path) -> list[dict]:
+    return [json.loads(x) for x in puzzles.read_text().splitlines() if x.strip()]
+
+
+# ---- the workers (one process each) --------------------------------------------------------------
+
+def _trl_dataset(puzzles: Path, sft: bool):
+    from datasets import Dataset, Image, Sequence
+
+    from mvp_core.export.formats import trl_row
+    from mvp_core.train.sft import target_text
+    rows = []
+    for i, rec in enumerate(_records(puzzles)):
+        row = trl_row(rec, i, "", lambda u: str(puzzles.parent / u))
+        if sft:     # the studio's SFT target for the same puzzle, so both learn the same tokens
+            row["completion"] = [{"role": "assistant", "content": target_text(rec, "short")}]
+        rows.append(row)
+    return Dataset.from_list(rows).cast_column("images", Sequence(Image()))
+
+
+class _StepClock:
+    """A TrainerCallback's two hooks: seconds of each optimizer step."""
+
+    def __init__(self):
+        self.steps: list[float] = []
+        self._t = 0.0
+
+    def on_step_begin(self, args, state, control, **kw):
+        self._t = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kw):
+        self.steps.append(time.perf_counter() - self._t)
+
+
+def worker_trl(kind: str, puzzles: Path, out: Path, group: int, prompts: int, steps: int) -> dict:
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor, TrainerCallback
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    clock = _StepClock()
+    cb = type("StepClock", (TrainerCallback,), {"on_step_begin": clock.on_step_begin, "on_step_end": clock.on_step_end})()
+    model = AutoModelForImageTextToText.from_pretrained(MODEL)
+    processor = AutoProcessor.from_pretrained(MODEL)
+    common = dict(output_dir=str(out), max_steps=steps, learning_rate=LR, lr_scheduler_type="constant",
+                  report_to=[], save_strategy="no", logging_steps=1, use_cpu=True, bf16=False,
+                  dataloader_num_workers=0, seed=0, max_grad_norm=1.0)
+    if kind == "grpo":
+        from trl import GRPOConfig, GRPOTrainer
+
+        from mvp_core.export.logged_reward import mvp_reward
+        args = GRPOConfig(per_device_train_batch_size=group * prompts, num_generations=group,
+                          max_completion_length=COMPLETION_TOKENS, temperature=1.0, beta=0.0, loss_type="dapo",
+                          scale_rewards="group", **common)
+        trainer = GRPOTrainer(model=model, reward_funcs=[mvp_reward], args=args,
+                              train_dataset=_trl_dataset(puzzles, sft=False), processing_class=processor,
+                              callbacks=[cb])
+    else:
+        from trl import SFTConfig, SFTTrainer
+        args = SFTConfig(per_device_train_batch_size=prompts, completion_only_loss=True, **common)
+        trainer = SFTTrainer(model=model, args=args, train_dataset=_trl_dataset(puzzles, sft=True),
+                             processing_class=processor, callbacks=[cb])
+    trainer.train()
+    lengths = [h["completions/mean_length"] for h in trainer.state.log_history if "completions/mean_length" in h]
+    return {"steps": clock.steps, "lengths": lengths}
+
+
+def worker_studio(kind: str, puzzles: Path, out: Path, group: int, prompts: int, steps: int,
+                  share_prompt: bool) -> dict:
+    common = [f"model={MODEL}", f"puzzles={puzzles}", f"output_dir={out}", f"max_steps={steps}",
+              f"save_steps={steps}", "save_total_limit=1", f"learning_rate={LR}", "lr_scheduler_type=constant",
+              "freeze_vision=true", "max_grad_norm=1.0"]
+    if kind == "grpo":
+        argv = ["train", *common, f"num_generations={group}", f"per_device_train_batch_size={group * prompts}",
+                f"logprob_batch_size={group * prompts}", f"max_completion_length={COMPLETION_TOKENS}",
+                "temperature=1.0", "beta=0.0", "loss_type=dapo", "scale_rewards=group", "save_completions=false",
+                f"share_prompt={str(share_prompt).lower()}"]
+    else:
+        argv = ["sft", *common, f"per_device_train_batch_size={prompts}", "target=short"]
+    r = subprocess.run([sys.executable, "-m", "app.cli", *argv], cwd=ROOT, env=_env(), capture_output=True,
+                       text=True, timeout=3600)
+    if r.returncode != 0:
+        raise SystemExit(f"mvp {argv[0]} failed: {(r.stderr or r.stdout).strip().splitlines()[-1:]}")
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if x.strip()]
+    return {"steps": [m["step_s"] for m in rows if "step_s" in m],
+            "lengths": [m["completion_length"] for m in rows if "completion_length" in m]}
+
+
+# ---- the driver ----------------------------------------------------------------------------------
+
+def run_one(cfg: dict, puzzles: Path, work: Path, steps: int, prompts: int) -> dict:
+    """One configuration in its own process: its step times and its peak RSS (MiB, from wait4)."""
+    out = Path(tempfile.mkdtemp(dir=work, prefix=f"{cfg['name']}-"))
+    res = out / "steps.json"
+    cmd = [sys.executable, __file__, "--worker", json.dumps(cfg), "--puzzles", str(puzzles), "--out", str(out),
+           "--steps", str(steps), "--prompts", str(prompts), "--result", str(res)]
+    p = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    if status != 0 or not res.is_file():
+        raise SystemExit(f"{cfg['name']} failed: {err.strip().splitlines()[-3:]}")
+    # ru_maxrss covers the worker and the `mvp` child it waited for (the studio runs in a child)
+    return {**json.loads(res.read_text()), "rss_mib": usage.ru_maxrss / 1024}
+
+
+def configs(groups: list[int]) -> list[dict]:
+    out = []
+    for g in groups:
+        out += [{"name": f"grpo-G{g}-studio", "kind": "grpo", "engine": "studio", "group": g, "share_prompt": True},
+                {"name": f"grpo-G{g}-studio-unshared", "kind": "grpo", "engine": "studio", "group": g,
+                 "share_prompt": False},
+                {"name": f"grpo-G{g}-trl", "kind": "grpo", "engine": "trl", "group": g}]
+    out += [{"name": "sft-studio", "kind": "sft", "engine": "studio", "group": 1},
+            {"name": "sft-trl", "kind": "sft", "engine": "trl", "group": 1}]
+    return out
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def _median_after_warmup(xs: list[float]) -> float:
+    return statistics.median(xs[1:] if len(xs) > 1 else xs)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--groups", default="4,8", help="GRPO group sizes G (comma-separated)")
+    ap.add_argument("--prompts", type=int, default=2, help="puzzles per optimizer step")
+    ap.add_argument("--steps", type=int, default=4, help="optimizer steps per run (the first is warm-up)")
+    ap.add_argument("--repeats", type=int, default=3, help="runs of each configuration, interleaved")
+    ap.add_argument("--work", type=Path, help="keep the work here (default: a temporary folder)")
+    ap.add_argument("--json", type=Path, help="also write the table as JSON")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--puzzles", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--result", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        cfg = json.loads(args.worker)
+        if cfg["engine"] == "trl":
+            steps = worker_trl(cfg["kind"], args.puzzles, args.out, cfg["group"], args.prompts, args.steps)
+        else:
+            steps = worker_studio(cfg["kind"], args.puzzles, args.out, cfg["group"], args.prompts, args.steps,
+                                  cfg.get("share_prompt", True))
+        args.result.write_text(json.dumps(steps))
+        return 0
+    work = args.work or Path(tempfile.mkdtemp(prefix="peer-trl-"))
+    work.mkdir(parents=True, exist_ok=True)
+    puzzles = make_puzzles(work)
+    print(f"{len(_records(puzzles))} puzzles; {args.prompts} per step, {args.steps} steps, {args.repeats} repeats",
+          flush=True)
+    cfgs = configs([int(g) for g in args.groups.split(",")])
+    runs: dict[str, list[dict]] = {c["name"]: [] for c in cfgs}
+    for rep in range(args.repeats):
+        for c in cfgs:
+            r = run_one(c, puzzles, work, args.steps, args.prompts)
+            runs[c["name"]].append(r)
+            print(f"  repeat {rep + 1} {c['name']}: median step {_median_after_warmup(r['steps']):.2f} s, "
+                  f"completion {_mean(r['lengths']):.1f} tokens, RSS {r['rss_mib']:.0f} MiB", flush=True)
+    table = {}
+    for name, rs in runs.items():
+        meds = [_median_after_warmup(r["steps"]) for r in rs]
+        table[name] = {"step_s": statistics.median(meds), "step_s_min": min(meds), "step_s_max": max(meds),
+                       "rss_mib": statistics.median(r["rss_mib"] for r in rs),
+                       "completion_tokens": _mean([x for r in rs for x in r["lengths"]])}
+    print(f"\n{'configuration':28} {'s/step':>8} {'spread':>15} {'tokens':>7} {'RSS MiB':>8} {'vs TRL':>7} {'RSS vs TRL':>10}")
+    for name, t in table.items():
+        peer = name.rsplit("-studio", 1)[0] + "-trl" if "-studio" in name else None
+        ratio = f"{t['step_s'] / table[peer]['step_s']:.2f}x" if peer in table else ""
+        rss = f"{t['rss_mib'] / table[peer]['rss_mib']:.2f}x" if peer in table else ""
+        print(f"{name:28} {t['step_s']:8.2f} [{t['step_s_min']:5.2f}, {t['step_s_max']:5.2f}] "
+              f"{t['completion_tokens']:7.1f} {t['rss_mib']:8.0f} {ratio:>7} {rss:>10}")
+    print(f"load average: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
+    if args.json:
+        args.json.write_text(json.dumps(table, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
