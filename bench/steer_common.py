@@ -33,11 +33,13 @@ def untrained_bank(model, hidden_sizes=None, threshold: float = 0.0):
     from mvp_core.steer.bank import EnergyBank
     from mvp_core.steer.config import EnergyConfig, SplitMetrics
     from mvp_core.steer.energy import EnergyMLP
+    from mvp_core.steer.fingerprint import model_fingerprint
     from mvp_core.steer.layers import decoder_layers, hidden_size
     ecfg = EnergyConfig(hidden=hidden_sizes or EnergyConfig().hidden)
     n, h = len(decoder_layers(model)), hidden_size(model)
     models = {i: EnergyMLP(h, ecfg.hidden, ecfg.dropout).eval() for i in range(n)}
-    metrics = {i: SplitMetrics(layer=i, best_epoch=0, threshold=threshold, val_acc=0.5 + i / (10 * n), test_acc=0.5,
-                               test_auroc=0.5, val_acc_e0=0.5, n_train=0, n_val=0, n_test=0) for i in range(n)}
+    metrics = {i: SplitMetrics(layer=i, best_epoch=0, threshold=threshold, val_bal_acc=0.5 + i / (10 * n),
+                               val_auroc=0.5, test_bal_acc=0.5, test_auroc=0.5, val_acc=0.5 + i / (10 * n), test_acc=0.5,
+                               val_acc_e0=0.5, n_train=0, n_val=0, n_test=0) for i in range(n)}
     return EnergyBank(models=models, metrics=metrics, model_name="bench", hidden_size=h, num_layers=n,
-                      energy_config=ecfg)
+                      energy_config=ecfg, fingerprint=model_fingerprint(model))

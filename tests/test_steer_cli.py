@@ -99,6 +99,9 @@ def test_cli_collect_train_generate_eval_on_prompts(text_model_dir, tmp_path, ca
                 "--out", str(tmp_path / "e.json"), "--gate", "entry"]) == 0
     rep = json.loads((tmp_path / "e.json").read_text())
     assert rep["harmless"]["prompts"] == 20 and rep["harmful"]["prompts"] == 20
+    # the steered layers' balanced accuracy and AUROC go with the eval report (issue 28 item 6)
+    assert len(rep["layers"]) == 2 and all({"val_bal_acc", "test_bal_acc", "test_auroc"} <= set(m)
+                                           for m in rep["layers"].values())
     assert "compliance" in capsys.readouterr().out
 
 
@@ -144,6 +147,7 @@ def test_rollouts_panel_shows_both_answers_and_energies(tiny_policy, model_data,
     from mvp_core.steer.bank import EnergyBank
     from mvp_core.steer.config import EnergyConfig, SplitMetrics, SteerConfig
     from mvp_core.steer.energy import EnergyMLP
+    from mvp_core.steer.fingerprint import model_fingerprint
     model, proc = tiny_policy
     data, recs = model_data
     torch.manual_seed(0)
@@ -151,9 +155,10 @@ def test_rollouts_panel_shows_both_answers_and_energies(tiny_policy, model_data,
     ecfg = EnergyConfig(hidden=[32])
     bank = EnergyBank(models={i: EnergyMLP(h, ecfg.hidden) for i in range(n)}, model_name="tiny", hidden_size=h,
                       num_layers=n, energy_config=ecfg,
-                      metrics={i: SplitMetrics(layer=i, best_epoch=0, threshold=0.0, val_acc=0.5, test_acc=0.5,
-                                               test_auroc=0.5, val_acc_e0=0.5, n_train=0, n_val=0, n_test=0)
-                               for i in range(n)})
+                      metrics={i: SplitMetrics(layer=i, best_epoch=0, threshold=0.0, val_bal_acc=0.5, val_auroc=0.5,
+                                               test_bal_acc=0.5, test_auroc=0.5, val_acc=0.5, test_acc=0.5,
+                                               val_acc_e0=0.5, n_train=0, n_val=0, n_test=0)
+                               for i in range(n)}, fingerprint=model_fingerprint(model))
     res = compare_puzzle(model, proc, bank, recs[0], dir_loader(data), SteerConfig(top_k=n, eta=5.0, steps=3),
                          max_new_tokens=12)
     assert sorted(res["energies"]) == list(range(n))

@@ -16,6 +16,7 @@ from mvp_core.errors import UserError
 from mvp_core.steer.bank import EnergyBank
 from mvp_core.steer.collect import collect_batch, text_batches
 from mvp_core.steer.config import EnergyConfig, SplitMetrics, SteerConfig
+from mvp_core.steer.fingerprint import model_fingerprint
 from mvp_core.steer.energy import EnergyMLP
 from mvp_core.steer.evaluate import generate_answers
 from mvp_core.steer.layers import decoder_layers
@@ -63,13 +64,15 @@ def _build(family, tok, path=None):
     return model
 
 
-def _bank(threshold: float = 0.0) -> EnergyBank:
+def _bank(model, threshold: float = 0.0) -> EnergyBank:
     torch.manual_seed(1)
     ecfg = EnergyConfig(hidden=[16])
-    metrics = {i: SplitMetrics(layer=i, best_epoch=0, threshold=threshold, val_acc=1.0 - i / 10, test_acc=0.5,
-                               test_auroc=0.5, val_acc_e0=0.5, n_train=0, n_val=0, n_test=0) for i in range(LAYERS)}
+    metrics = {i: SplitMetrics(layer=i, best_epoch=0, threshold=threshold, val_bal_acc=1.0 - i / 10, val_auroc=0.5,
+                               test_bal_acc=0.5, test_auroc=0.5, val_acc=1.0 - i / 10, test_acc=0.5, val_acc_e0=0.5,
+                               n_train=0, n_val=0, n_test=0) for i in range(LAYERS)}
     return EnergyBank(models={i: EnergyMLP(HIDDEN, ecfg.hidden, 0.0) for i in range(LAYERS)}, metrics=metrics,
-                      model_name="tiny", hidden_size=HIDDEN, num_layers=LAYERS, energy_config=ecfg)
+                      model_name="tiny", hidden_size=HIDDEN, num_layers=LAYERS, energy_config=ecfg,
+                      fingerprint=model_fingerprint(model))
 
 
 def _no_hooks(model) -> bool:
@@ -87,12 +90,12 @@ def test_family_steers_and_is_a_no_op_when_not_stepping(family, tok, torch_one_t
     assert plain == tok.batch_decode(ref[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
     # hooks on every layer that replace the state with itself (gate "while", no row above the
     # threshold: zero steps) must leave the answers exactly as they were
-    idle = Steering(model, _bank(threshold=1e9), SteerConfig(top_k=LAYERS, gate="while"), record=True)
+    idle = Steering(model, _bank(model, threshold=1e9), SteerConfig(top_k=LAYERS, gate="while"), record=True)
     assert generate_answers(model, tok, PROMPTS, 3, 8, steering=idle) == plain
     assert idle.records and all(s == 0 for r in idle.records for s in r["steps"])
     # steering layer 0 lowers its energy and moves what layer 1 receives (layer 0's own input is the embedding)
     before = collect_batch(model, batch)
-    with Steering(model, _bank(), SteerConfig(layers=[0], eta=3.0, steps=3), record=True) as st:
+    with Steering(model, _bank(model), SteerConfig(layers=[0], eta=3.0, steps=3), record=True) as st:
         after = collect_batch(model, batch)
     r = st.records[0]
     assert all(a < b for a, b in zip(r["after"], r["before"])) and r["steps"] == [3, 3]
@@ -104,7 +107,7 @@ def test_family_steers_and_is_a_no_op_when_not_stepping(family, tok, torch_one_t
 def test_prompt_positions_steer_a_one_token_prompt_once(family, tok, torch_one_thread):
     """A one-token prompt's prefill has the shape of a decoding step; it is still the prompt."""
     model = _build(family, tok)
-    st = Steering(model, _bank(), SteerConfig(layers=[1], eta=3.0, steps=2, positions="prompt"), record=True)
+    st = Steering(model, _bank(model), SteerConfig(layers=[1], eta=3.0, steps=2, positions="prompt"), record=True)
     generate_answers(model, tok, ["x"], 4, 8, steering=st)
     generate_answers(model, tok, ["x"], 4, 8, steering=st)   # a second generate: its prefill again
     assert [r["call"] for r in st.records] == [0, 1]           # one prefill per generate, no decoding call

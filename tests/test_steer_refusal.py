@@ -21,6 +21,7 @@ from mvp_core.steer.collect import collect_states, text_batches
 from mvp_core.steer.config import CollectConfig, EnergyConfig, SteerConfig
 from mvp_core.steer.data import SubstringJudge, balanced_sample, is_bad, label_class
 from mvp_core.steer.evaluate import generate_answers
+from mvp_core.steer.fingerprint import model_fingerprint
 from mvp_core.steer.steer import Steering
 from mvp_core.steer.toy import ANSWER, ToyConfig
 from mvp_core.steer.train import train_bank
@@ -54,9 +55,9 @@ def banks(toy):
     states = collect_states(model, text_batches(tok, [prompts[i].text for i in keep], CollectConfig(batch_size=64)))
     kept = [classes[i] for i in keep]
     bad = np.array([is_bad(c) for c in kept])
-    four = train_bank(states, bad, ENERGY, model_name="toy")
+    four = train_bank(states, bad, ENERGY, model_name="toy", fingerprint=model_fingerprint(model))
     harmless = [j for j, c in enumerate(kept) if c.startswith("harmless")]
-    fr = train_bank(states[harmless], bad[harmless], ENERGY, model_name="toy")
+    fr = train_bank(states[harmless], bad[harmless], ENERGY, model_name="toy", fingerprint=model_fingerprint(model))
     return four, fr, kept
 
 

@@ -19,7 +19,7 @@ def pick(page, elem_id: str, text: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def steer_run(web_app, tiny_model_dir):
+def steer_run(web_app, tiny_model_dir, tiny_policy):
     """A run whose model path is the real tiny model (stored oldest, so the page's default run is
     unchanged for the other browser tests), one scored answer, and a bank file for that model."""
     import json
@@ -32,6 +32,7 @@ def steer_run(web_app, tiny_model_dir):
     from mvp_core.steer.bank import EnergyBank
     from mvp_core.steer.config import EnergyConfig, SplitMetrics, SteerConfig
     from mvp_core.steer.energy import EnergyMLP
+    from mvp_core.steer.fingerprint import model_fingerprint
     with web_app.Session() as s:
         row = s.scalars(select(Puzzle).order_by(Puzzle.id)).first()
         rec = json.loads(row.record_json)
@@ -48,9 +49,10 @@ def steer_run(web_app, tiny_model_dir):
     ecfg = EnergyConfig(hidden=[32])
     bank = EnergyBank(models={i: EnergyMLP(128, ecfg.hidden) for i in range(2)}, model_name="tiny", hidden_size=128,
                       num_layers=2, energy_config=ecfg,
-                      metrics={i: SplitMetrics(layer=i, best_epoch=0, threshold=0.0, val_acc=0.5, test_acc=0.5,
-                                               test_auroc=0.5, val_acc_e0=0.5, n_train=0, n_val=0, n_test=0)
-                               for i in range(2)},
+                      metrics={i: SplitMetrics(layer=i, best_epoch=0, threshold=0.0, val_bal_acc=0.5, val_auroc=0.5,
+                                               test_bal_acc=0.5, test_auroc=0.5, val_acc=0.5, test_acc=0.5,
+                                               val_acc_e0=0.5, n_train=0, n_val=0, n_test=0)
+                               for i in range(2)}, fingerprint=model_fingerprint(tiny_policy[0]),
                       steer_config=SteerConfig(eta=0.7, steps=4, top_k=2))
     bank.save(web_app.data_dir / "steer" / "tiny-bank.pt")
     return row.id

@@ -6,6 +6,7 @@ train: one energy model per layer, with the per-layer table. generate: plain vs 
 eval: refusal use (compliance / refusal rates) or puzzle use (exact / reward on a set split)."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from app.cli.args import add_db_args, positive_int
@@ -30,7 +31,8 @@ def register(sub) -> None:
                         "bad; ties and skips: left out) instead of answers")
     c.set_defaults(func=_collect)
 
-    t = ssub.add_parser("train", help="train one energy model per layer; print val/test accuracy and AUROC")
+    t = ssub.add_parser("train", help="train one energy model per layer; print val/test balanced accuracy and "
+                                      "AUROC")
     t.add_argument("states", help="states file from `mvp steer collect`")
     t.add_argument("--out", required=True, help="energy bank to write (.pt)")
     t.add_argument("--hidden", default="2048,1024,1024,512", help="hidden sizes (default 2048,1024,1024,512)")
@@ -70,6 +72,9 @@ def _model_args(p) -> None:
     p.add_argument("--batch-size", type=positive_int, default=16, help="prompts per forward / generate call")
     p.add_argument("--max-new-tokens", type=positive_int, default=32)
     p.add_argument("--threads", type=positive_int, help="torch CPU threads")
+    p.add_argument("--enable-thinking", action="store_true",
+                   help="Qwen3-family chat templates: build prompts with thinking on (default off, as in the "
+                        "published steering code)")
 
 
 def _source_args(p) -> None:
@@ -100,6 +105,9 @@ def _steer_args(p) -> None:
     p.add_argument("--print-config", action="store_true",
                    help="print the resolved settings with documentation and exit")
     if p.prog.split()[-1] != "train":
+        p.add_argument("--force-bank", action="store_true",
+                       help="apply the bank(s) to this model although they were trained on another (refused "
+                            "otherwise; another hidden size or layer count is refused regardless)")
         p.add_argument("--gate-bank", help="gate 'entry': judge rows by this bank (e.g. four-class labels) "
                                            "while --bank gives the direction")
 
@@ -150,13 +158,19 @@ def _train(args) -> int:
         blob = _harmless_only(blob)
     groups = blob["groups"] if len(set(blob["groups"])) > 1 else None
     bank = train_bank(blob["states"], blob["bad"].numpy(), cfg, groups=groups, model_name=blob["model_name"],
-                      progress=True, split_names=(blob.get("extra") or {}).get("splits"))
+                      progress=True, split_names=(blob.get("extra") or {}).get("splits"),
+                      fingerprint=blob.get("fingerprint"))
     bank.steer_config = steer_cfg(args)
     bank.save(args.out)
     rank = {li: i + 1 for i, li in enumerate(bank.ranking())}
-    rows = [[li, rank[li], m.val_acc, m.test_acc, m.test_auroc, m.val_acc_e0, m.threshold, m.best_epoch]
-            for li, m in sorted(bank.metrics.items())]
-    print(_table(["layer", "rank", "val_acc", "test_acc", "test_auroc", "val_acc@E=0", "threshold", "epoch"], rows))
+    rows = [[li, rank[li], m.val_bal_acc, m.val_auroc, m.test_bal_acc, m.test_auroc, m.val_acc, m.test_acc,
+             m.val_acc_e0, m.threshold, m.best_epoch] for li, m in sorted(bank.metrics.items())]
+    print(_table(["layer", "rank", "val_bal_acc", "val_auroc", "test_bal_acc", "test_auroc", "val_acc", "test_acc",
+                  "val_acc@E=0", "threshold", "epoch"], rows))
+    print("rank: by validation balanced accuracy (ties: validation AUROC); the test columns are not used to choose")
+    if bank.fingerprint is None:
+        print(f"note: {args.states} records no model fingerprint (an older `mvp steer collect`): the bank will "
+              "steer only with --force-bank", file=sys.stderr)
     print(f"energy bank for {bank.model_name} ({bank.num_layers} layers x {bank.hidden_size}) written to {args.out}; "
           f"steers layers {bank.chosen_layers()}")
     return 0

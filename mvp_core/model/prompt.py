@@ -12,6 +12,7 @@ into per-patch timestamps, Qwen2/2.5-VL into the time per patch. Images are nump
 `load_frame(uri)`; nothing here decodes video."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from mvp_core.errors import UserError
@@ -38,6 +39,9 @@ class PromptConfig:
     instruction: the task text; `{m}` is replaced by the number of masked frames and `{example}` by a
       well-formed example answer.
     system: an optional system message (None: the chat template's default).
+    enable_thinking: Qwen3's thinking switch, off by default (apply_template): the answer format asks
+      the completion itself to open the think block, which a template that opens it in the prompt
+      breaks (the reward then sees no `<think>`); True leaves the template's own thinking prompt.
     """
     min_pixels: int | None = None
     max_pixels: int | None = None
@@ -49,6 +53,7 @@ class PromptConfig:
         "Think step by step, then give the labels of the chosen options in order. "
         "Answer in the format " + FORMAT_HINT)
     system: str | None = None
+    enable_thinking: bool = False
     extra: dict = field(default_factory=dict)   # passed through to the processor call
 
     def __post_init__(self):
@@ -141,10 +146,33 @@ def render_messages(puzzle, cfg: PromptConfig | None = None) -> list[dict]:
     return messages
 
 
+# A generation prompt that ends inside an open think block (Qwen3 Thinking templates always open one).
+_OPEN_THINK = re.compile(r"<think>\s*$")
+# What Qwen3's own template writes after the assistant marker when thinking is off: an empty, closed block.
+THINKING_OFF = "<think>\n\n</think>\n\n"
+
+
+def apply_template(tok_or_processor, messages: list[dict], enable_thinking: bool = False) -> str:
+    """The one application of a chat template (puzzle prompts and steering prompts alike), ending in the
+    assistant's generation prompt. Qwen3-family templates read `enable_thinking` (off: an empty closed
+    think block after the assistant marker; on or unset: thinking); other templates ignore it. Off by
+    default, as in the published steering code, and because the answer format has the completion open
+    its own think block. A template that opens a think block whatever the switch (Qwen3-VL Thinking)
+    gets it closed empty when thinking is off, the form Qwen3's template uses."""
+    tmpl = getattr(tok_or_processor, "chat_template", None)
+    tmpl = " ".join(tmpl.values()) if isinstance(tmpl, dict) else str(tmpl or "")
+    # only to a template that reads it: a processor logs a warning per call for any other variable
+    kw = {"enable_thinking": enable_thinking} if "enable_thinking" in tmpl else {}
+    text = tok_or_processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **kw)
+    if not enable_thinking and _OPEN_THINK.search(text):
+        text = _OPEN_THINK.sub(THINKING_OFF, text)
+    return text
+
+
 def render_text(processor, puzzle, cfg: PromptConfig | None = None) -> str:
     """The prompt string (chat template applied, one placeholder token per image/video)."""
-    msgs = render_messages(puzzle, cfg)
-    return processor.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+    cfg = cfg or PromptConfig()
+    return apply_template(processor, render_messages(puzzle, cfg), cfg.enable_thinking)
 
 
 def _vision_inputs(puzzle, cfg: PromptConfig, load_frame):

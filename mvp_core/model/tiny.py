@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from mvp_core.reward import FORMAT_HINT, render_answer
 
 # Special tokens in the order Qwen2.5-VL uses them; <|endoftext|> doubles as pad and unk.
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
@@ -33,6 +36,18 @@ CHAT_TEMPLATE = (
     "{% elif content['type'] == 'text' %}{{ content['text'] }}{% endif %}{% endfor %}<|im_end|>\n"
     "{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
+# Qwen3-family template: the same turns, and Qwen3's thinking switch after the assistant marker as its
+# own template writes it (enable_thinking false: an empty closed think block; unset or true: none, the
+# model opens one itself). Lets the tests check what a Qwen3 model sees (mvp_core/model/prompt.py).
+_QWEN3_GENERATION = ("{% if add_generation_prompt %}<|im_start|>assistant\n"
+                     "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n"
+                     "{% endif %}{% endif %}")
+QWEN3_CHAT_TEMPLATE = CHAT_TEMPLATE.replace(
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}", _QWEN3_GENERATION)
+CHAT_TEMPLATES = {"qwen2_5_vl": CHAT_TEMPLATE, "qwen2_vl": CHAT_TEMPLATE, "qwen3_vl": QWEN3_CHAT_TEMPLATE}
+
+_TAGS = re.findall(r"</?\w+>", render_answer([], ""))     # <think> </think> <answer> </answer>
+
 # Training text for the BPE: the MVP prompt's words, the answer format and every option label, so
 # the tiny tokenizer gives short prompts (speed) while staying a real BPE.
 _CORPUS = [
@@ -45,8 +60,9 @@ _CORPUS = [
     "Option H: Option I: Option J: Option K: Option L: Option M: Option N: Option O: Option P:",
     "Choose the options that fill the masked frames, in temporal order.",
     "Think step by step, then give the labels of the chosen options in order.",
-    "Answer in the format <think>...</think><answer>C, A, F</answer>",
-    "<think> </think> <answer> </answer> <think>reasoning</think><answer>B, D</answer>",
+    # the answer format from its one definition (mvp_core/reward.py): the same text, so the same BPE
+    "Answer in the format " + FORMAT_HINT.format(example="C, A, F"),
+    " ".join(_TAGS) + " " + render_answer(["B", "D"], "reasoning"),
     "A, B, C, D, E, F, G, H, I, J, K, L, M, N, O, P, Q, R, S, T, U, V, W, X, Y, Z",
     "0 1 2 3 4 5 6 7 8 9 10 11 12 . , : ; ( ) [ ] the frame before after first then next last",
     "The context video shows the frames before and after the gap.",
@@ -163,10 +179,11 @@ def build_processor(tok, cfg: TinyConfig | None = None, family: str = "qwen2_5_v
     proc_cls, video_cls = {"qwen2_5_vl": ("Qwen2_5_VLProcessor", "Qwen2VLVideoProcessor"),
                            "qwen2_vl": ("Qwen2VLProcessor", "Qwen2VLVideoProcessor"),
                            "qwen3_vl": ("Qwen3VLProcessor", "Qwen3VLVideoProcessor")}[family]
+    tok.chat_template = CHAT_TEMPLATES[family]   # the tokenizer (steering's text prompts) as the processor
     # We hand the processor frames we decoded ourselves: never resample them.
     video_processor = getattr(transformers, video_cls)(**common, do_sample_frames=False, cap_pixels_per_frame=True)
     return getattr(transformers, proc_cls)(image_processor=image_processor, tokenizer=tok,
-                                           video_processor=video_processor, chat_template=CHAT_TEMPLATE)
+                                           video_processor=video_processor, chat_template=CHAT_TEMPLATES[family])
 
 
 def build_model(tok, cfg: TinyConfig | None = None, seed: int = 0, family: str = "qwen2_5_vl"):

@@ -18,28 +18,37 @@ class _Done(Exception):
     """Raised by the last layer's hook to stop the forward pass early."""
 
 
-def chat_texts(tokenizer, prompts: list[str], system: str | None = None) -> list[str]:
-    """Each prompt as one user turn, chat template applied, ending in the assistant's generation prompt.
+def chat_texts(tokenizer, prompts: list[str], system: str | None = None, enable_thinking: bool = False) -> list[str]:
+    """Each prompt as one user turn, chat template applied, ending in the assistant's generation prompt
+    (Qwen3's thinking off unless asked: mvp_core/model/prompt.py apply_template).
     A base model's tokenizer has no template: the prompt as written (after the system text, if any)."""
+    from mvp_core.model.prompt import apply_template
     if tokenizer.chat_template is None:
         return [f"{system}\n\n{p}" if system else p for p in prompts]
     out = []
     for p in prompts:
         msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": p}]
-        out.append(tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False))
+        out.append(apply_template(tokenizer, msgs, enable_thinking))
     return out
 
 
 def text_batches(tokenizer, prompts: list[str], cfg: CollectConfig | None = None) -> Iterable[dict]:
-    """Left-padded tokenizer outputs for `prompts`, `cfg.batch_size` at a time."""
+    """Left-padded tokenizer outputs for `prompts`, `cfg.batch_size` at a time; with `cfg.max_length`,
+    cut from the left, so every row keeps its end (the generation prompt, where the state is read)."""
     cfg = cfg or CollectConfig()
     tokenizer.padding_side = "left"
-    texts = chat_texts(tokenizer, prompts, cfg.system)
+    texts = chat_texts(tokenizer, prompts, cfg.system, cfg.enable_thinking)
     for i in range(0, len(texts), cfg.batch_size):
         kw = {"truncation": True, "max_length": cfg.max_length} if cfg.max_length else {}
-        # a template writes its own special tokens; raw text gets the tokenizer's (e.g. a BOS)
-        yield tokenizer(texts[i:i + cfg.batch_size], return_tensors="pt", padding=True,
-                        add_special_tokens=tokenizer.chat_template is None, **kw)
+        side = tokenizer.truncation_side
+        tokenizer.truncation_side = "left"
+        try:
+            # a template writes its own special tokens; raw text gets the tokenizer's (e.g. a BOS)
+            enc = tokenizer(texts[i:i + cfg.batch_size], return_tensors="pt", padding=True,
+                            add_special_tokens=tokenizer.chat_template is None, **kw)
+        finally:
+            tokenizer.truncation_side = side   # the tokenizer may be shared with code that wants its own
+        yield enc
 
 
 def puzzle_batches(processor, puzzles: list, load_frame, pcfg=None, batch_size: int = 4) -> Iterable[dict]:

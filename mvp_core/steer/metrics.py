@@ -1,31 +1,14 @@
-"""Accuracy at a calibrated energy threshold, and AUROC.
+"""An energy threshold calibrated for balanced accuracy, and the scores at it.
 
-Hand-written (a few lines) because the stack has no scikit-learn; AUROC is the Mann-Whitney U
-statistic with average ranks for ties, which equals the area under the ROC curve."""
+The classes of steering data are rarely the same size (few false refusals, few right answers), so
+plain accuracy rewards calling every state the larger class: a layer that separates nothing would
+rank first. The threshold, the best epoch and the layer ranking therefore use balanced accuracy
+(mvp_core/stats/classify.py, with AUROC); plain accuracy is reported beside it."""
 from __future__ import annotations
 
 import numpy as np
 
-
-def auroc(energy: np.ndarray, bad: np.ndarray) -> float:
-    """P(E(bad) > E(good)), ties counted half. 0.5 when a class is empty."""
-    energy, bad = np.asarray(energy, dtype=np.float64), np.asarray(bad, dtype=bool)
-    n_bad, n_good = int(bad.sum()), int((~bad).sum())
-    if n_bad == 0 or n_good == 0:
-        return 0.5
-    order = np.argsort(energy, kind="mergesort")
-    ranks = np.empty(len(energy))
-    sorted_e = energy[order]
-    # average ranks over runs of equal energies
-    i = 0
-    while i < len(sorted_e):
-        j = i
-        while j + 1 < len(sorted_e) and sorted_e[j + 1] == sorted_e[i]:
-            j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    u = ranks[bad].sum() - n_bad * (n_bad + 1) / 2
-    return float(u / (n_bad * n_good))
+from mvp_core.stats.classify import balanced_accuracy
 
 
 def accuracy(energy: np.ndarray, bad: np.ndarray, threshold: float) -> float:
@@ -35,26 +18,34 @@ def accuracy(energy: np.ndarray, bad: np.ndarray, threshold: float) -> float:
     return float(np.mean((np.asarray(energy) > threshold) == np.asarray(bad, dtype=bool)))
 
 
+def balanced_accuracy_at(energy: np.ndarray, bad: np.ndarray, threshold: float) -> float:
+    """Balanced accuracy of the rule bad iff E > threshold."""
+    return balanced_accuracy(np.asarray(energy) > threshold, bad)
+
+
 def calibrate(energy: np.ndarray, bad: np.ndarray) -> tuple[float, float]:
-    """(threshold, accuracy): the cut between sorted energies that maximises accuracy. InfoNCE only
-    fixes energy differences, so E = 0 is not a meaningful boundary; this cut is."""
+    """(threshold, balanced accuracy): the cut between sorted energies that maximises balanced
+    accuracy. InfoNCE only fixes energy differences, so E = 0 is not a meaningful boundary; this cut is."""
     e = np.asarray(energy, dtype=np.float64)
     if len(e) == 0:
         return 0.0, 0.0
     order = np.argsort(e, kind="mergesort")
     se, sb = e[order], np.asarray(bad, dtype=bool)[order]
+    n_bad, n_good = int(sb.sum()), int((~sb).sum())
     # cut before position i: rows < i called good, rows >= i called bad
     good_below = np.concatenate([[0], np.cumsum(~sb)])
     bad_above = np.concatenate([[0], np.cumsum(sb[::-1])])[::-1]
-    correct = good_below + bad_above
+    recalls = [r for r in (good_below / n_good if n_good else None, bad_above / n_bad if n_bad else None)
+               if r is not None]
+    score = np.mean(recalls, axis=0)
     valid = np.ones(len(e) + 1, dtype=bool)
     valid[1:-1] = se[1:] > se[:-1]          # only cut between distinct energies
-    correct = np.where(valid, correct, -1)
-    i = int(np.argmax(correct))
+    score = np.where(valid, score, -1.0)
+    i = int(np.argmax(score))
     if i == 0:
         thr = se[0] - 1.0
     elif i == len(e):
         thr = se[-1] + 1.0
     else:
         thr = (se[i - 1] + se[i]) / 2
-    return float(thr), float(correct[i] / len(e))
+    return float(thr), float(score[i])

@@ -145,8 +145,8 @@ class Steering:
     def __enter__(self) -> Steering:
         if not self.enabled:
             return self
-        self.bank.check_model(self.model)
-        self.gate_bank.check_model(self.model)
+        self.bank.check_model(self.model, force=self.cfg.force_bank)
+        self.gate_bank.check_model(self.model, force=self.cfg.force_bank)
         if self.cfg.gate == "entry" and self.layers[0] not in self.gate_bank.models:
             raise UserError(f"the gate bank has no energy for layer {self.layers[0]}")
         mods = decoder_layers(self.model)

@@ -1,6 +1,7 @@
 """Train one energy model per layer: seeded train/val/test splits (optionally by group, e.g. video),
-InfoNCE training, best epoch by validation accuracy at a threshold calibrated on validation, test
-accuracy and AUROC per layer, layers ranked by validation accuracy."""
+InfoNCE training, best epoch by validation balanced accuracy at a threshold calibrated on validation
+(steer/metrics.py: the classes are rarely of equal size), test balanced accuracy and AUROC per layer;
+the bank ranks layers by validation balanced accuracy, so the test numbers stay an unbiased report."""
 from __future__ import annotations
 
 import copy
@@ -9,10 +10,11 @@ import numpy as np
 import torch
 
 from mvp_core.errors import UserError
+from mvp_core.stats.classify import auroc
 from mvp_core.steer.bank import EnergyBank
 from mvp_core.steer.config import EnergyConfig, SplitMetrics
 from mvp_core.steer.energy import EnergyMLP, info_nce
-from mvp_core.steer.metrics import accuracy, auroc, calibrate
+from mvp_core.steer.metrics import accuracy, balanced_accuracy_at, calibrate
 
 
 def split_indices(bad: np.ndarray, val_frac: float, test_frac: float, seed: int,
@@ -82,10 +84,12 @@ def train_layer(x: torch.Tensor, bad: np.ndarray, splits, cfg: EnergyConfig, lay
     model.load_state_dict(best[2])
     model.eval()
     e_va, e_te = _energies(model, x[va]), _energies(model, x[te])
-    thr, val_acc = calibrate(e_va, bad[va])
-    m = SplitMetrics(layer=layer, best_epoch=best[1], threshold=thr, val_acc=val_acc,
-                     test_acc=accuracy(e_te, bad[te], thr), test_auroc=auroc(e_te, bad[te]),
-                     val_acc_e0=accuracy(e_va, bad[va], 0.0), n_train=len(tr), n_val=len(va), n_test=len(te))
+    thr, val_bal = calibrate(e_va, bad[va])
+    m = SplitMetrics(layer=layer, best_epoch=best[1], threshold=thr, val_bal_acc=val_bal,
+                     val_auroc=auroc(e_va, bad[va]), test_bal_acc=balanced_accuracy_at(e_te, bad[te], thr),
+                     test_auroc=auroc(e_te, bad[te]), val_acc=accuracy(e_va, bad[va], thr),
+                     test_acc=accuracy(e_te, bad[te], thr), val_acc_e0=accuracy(e_va, bad[va], 0.0),
+                     n_train=len(tr), n_val=len(va), n_test=len(te))
     return model, m
 
 
@@ -102,9 +106,10 @@ def given_splits(names: list[str], bad: np.ndarray):
 
 def train_bank(states: torch.Tensor, bad, cfg: EnergyConfig | None = None, layers: list[int] | None = None,
                groups: list | None = None, model_name: str = "", progress: bool = False,
-               split_names: list[str] | None = None) -> EnergyBank:
+               split_names: list[str] | None = None, fingerprint: dict | None = None) -> EnergyBank:
     """Energy models for `layers` (default all) from states [n, n_layers, hidden] and labels (True = bad).
-    `split_names`: per-row "train"/"val"/"test" to use instead of drawing the splits."""
+    `split_names`: per-row "train"/"val"/"test" to use instead of drawing the splits. `fingerprint`: the
+    states' model (steer/fingerprint.py), so the bank steers only that model."""
     from tqdm import tqdm
     cfg = cfg or EnergyConfig()
     bad = np.asarray(bad, dtype=bool)
@@ -117,4 +122,4 @@ def train_bank(states: torch.Tensor, bad, cfg: EnergyConfig | None = None, layer
     for li in tqdm(layers, desc="energy", unit="layer", disable=not progress):
         models[li], metrics[li] = train_layer(states[:, li, :].float(), bad, splits, cfg, li)
     return EnergyBank(models=models, metrics=metrics, model_name=model_name, hidden_size=int(states.shape[2]),
-                      num_layers=int(states.shape[1]), energy_config=cfg)
+                      num_layers=int(states.shape[1]), energy_config=cfg, fingerprint=fingerprint)
