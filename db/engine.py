@@ -131,6 +131,11 @@ def user_engine(url: str) -> Engine:
         raise UserError(f"database {shown}: no driver for this URL ({str(e).splitlines()[0]})") from None
     except SQLAlchemyError as e:
         why = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+        if db_file and db_file != ":memory:":       # "unable to open database file" does not say why
+            from db.faults import folder_problem
+            if "malformed" in why:                  # damaged pages met while connecting: as quick_check says
+                raise UserError(_damaged(shown, why)) from None
+            why = folder_problem(os.path.dirname(os.path.abspath(db_file))) or why
         raise UserError(f"cannot open database {shown} ({why})") from None
     return engine
 
@@ -192,9 +197,13 @@ def quick_check(engine: Engine) -> None:
             rows = [r[0] for r in conn.exec_driver_sql("PRAGMA quick_check").fetchall()]
     except SQLAlchemyError as e:
         why = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
-        raise UserError(f"database {shown} fails its integrity check ({why}); restore it from a backup") from None
+        raise UserError(_damaged(shown, why)) from None
     if rows != ["ok"]:
-        raise UserError(f"database {shown} fails its integrity check ({rows[0][:200]}); restore it from a backup")
+        raise UserError(_damaged(shown, rows[0][:200]))
+
+
+def _damaged(shown: str, why: str) -> str:
+    return f"database {shown} fails its integrity check ({why}); restore it from a backup"
 
 
 def open_db(url: str | None = None, data: str | os.PathLike | None = None, check: bool = False) -> sessionmaker:

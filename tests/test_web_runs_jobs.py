@@ -5,6 +5,7 @@ group; job kinds are independent (one at a time each); tqdm progress is read fro
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,13 +32,14 @@ def job_env(web_data, tmp_path_factory, tiny_model_dir):
             s.commit()
     jd = tmp_path_factory.mktemp("jobs-data")
     (jd / "frames").symlink_to(data / "frames")
-    return jd, Session, tiny_model_dir
+    shutil.copytree(tiny_model_dir, jd / "models" / "tiny")   # a typed model path must be inside the data dir
+    return jd, Session, jd / "models" / "tiny"
 
 
 def test_bad_model_is_one_line_and_leaves_no_run_folder(job_env, tmp_path):
     data, Session, _model = job_env
-    for model, msg in (("", "choose a model"), (str(tmp_path / "nope"), "is not a directory"),
-                       (str(tmp_path), "config.json")):
+    for model, msg in (("", "choose a model"), (str(data / "nope"), "is not a directory"),
+                       (str(data), "config.json"), (str(tmp_path), "outside the allowed folders")):
         with pytest.raises(UserError) as e:
             jobs.launch(data, Session, set_name=SET, model=model, yaml_text="", overrides=[], user="rhea")
         assert msg in str(e.value) and "\n" not in str(e.value)

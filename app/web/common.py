@@ -1,9 +1,13 @@
 """Pieces every page shares: the context a page is built with, the navigation bar, HTML escaping and
-the wrapper that turns a refused or bad request into a message instead of a traceback."""
+the wrapper that turns a refused or bad request into one line in the page (every other component
+kept as it was) instead of a traceback and "Error" badges (`guard` + `keep_state`)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
+import inspect
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +18,8 @@ from app.web.auth import Auth, Forbidden
 from app.web.pages import BY_PATH
 from app.web.templating import render
 from mvp_core.errors import UserError
+
+log = logging.getLogger("mvp.web")
 
 
 @dataclass
@@ -50,8 +56,10 @@ def forbidden_html(user: str, role: str, page: str, pages: list[str]) -> str:
                   back_title=BY_PATH[back].title if back else "the login")
 
 
-def msg_html(text: str, kind: str = "info") -> str:
-    return render("message.html", text=text, kind=kind) if text else ""
+def msg_html(text: str, kind: str = "info", refused: bool = False) -> str:
+    """One line for a page's message box; `refused` marks a refused request (`keep_state`), so an
+    API caller can tell a refusal from a result."""
+    return render("message.html", text=text, kind=kind, refused=refused) if text else ""
 
 
 def filled(**props) -> dict:
@@ -62,19 +70,78 @@ def filled(**props) -> dict:
     return gr.update(interactive=True, **props)
 
 
+class Refused(gr.Error):
+    """A user error or a refusal inside a handler: one line for the user, no traceback in the log.
+    `keep_state` turns it into that line in the page's message box (or a notice) and leaves every
+    other output as it was; a handler outside `keep_state` still shows it as Gradio's error."""
+
+    def __init__(self, message: str, page: str = ""):
+        super().__init__(message, print_exception=False)
+        self.page = page
+
+
 @contextlib.contextmanager
 def guard(ctx: WebContext, request: gr.Request | None, page: str):
     """`with guard(ctx, request, "curate") as uid:` checks the caller's role server-side before a
-    handler runs (the page is also refused at the HTTP layer; this is the second line) and shows
-    UserError / Forbidden as a Gradio error message instead of a stack trace."""
+    handler runs (the page is also refused at the HTTP layer; this is the second line) and turns
+    UserError / Forbidden into `Refused`: one line, never a stack trace (see `keep_state`)."""
     try:
         uid = ctx.auth.require(getattr(request, "username", None), page)
     except Forbidden as e:
-        raise gr.Error(f"forbidden: {e}") from None
+        raise Refused(f"forbidden: {e}", page) from None
     try:
         yield uid
     except UserError as e:
-        raise gr.Error(str(e)) from None
+        raise Refused(str(e), page) from None
+    except Exception as e:     # a full disk / read-only data folder: one line, logged (db/faults.py)
+        from db.faults import storage_problem
+        line = storage_problem(e)
+        if line is None:
+            raise
+        log.error("/%s: %s", page, line)
+        raise Refused(line, page) from None
+
+
+# Loaded on every page (static/session.js): an answer 401 (the session ended) takes the tab to the
+# login page and back to the same place afterwards, instead of error notices on every panel.
+SESSION_SCRIPT = '<script src="/static/session.js" defer></script>'
+MSG_SUFFIX = "-msg"     # a page's message box: the output whose elem_id ends so gets a refusal's line
+
+
+def keep_state(blocks: gr.Blocks) -> gr.Blocks:
+    """Wrap every plain handler of `blocks` so that a `Refused` (a user error) is answered with one
+    line and nothing else changes: the line goes into the handler's message box (an output whose
+    elem_id ends with MSG_SUFFIX) or, when it has none, into a notice; every other output is left
+    as it was (`gr.skip()`), so no component turns into an "Error" badge and no field is cleared;
+    the server log gets one line. Real faults still raise (and print their traceback)."""
+    for fn in blocks.fns.values():
+        if fn.fn is None or getattr(fn.fn, "_keeps_state", False) or fn.is_validator_function \
+                or inspect.iscoroutinefunction(fn.fn) or inspect.isgeneratorfunction(fn.fn) \
+                or inspect.isasyncgenfunction(fn.fn):
+            continue
+        fn.fn = _refusal_as_line(fn.fn, list(fn.outputs))
+    return blocks
+
+
+def _refusal_as_line(handler, outputs: list):
+    @functools.wraps(handler)
+    def wrapped(*args, **kwargs):
+        try:
+            return handler(*args, **kwargs)
+        except Refused as e:
+            log.warning("refused on /%s: %s", e.page or "?", e.message)
+            values = [msg_html(e.message, "error", refused=True) if _is_msg_box(o) else gr.skip() for o in outputs]
+            if not any(_is_msg_box(o) for o in outputs):
+                gr.Warning(e.message)
+            if not outputs:
+                return None
+            return values[0] if len(values) == 1 else tuple(values)
+    wrapped._keeps_state = True
+    return wrapped
+
+
+def _is_msg_box(component) -> bool:
+    return isinstance(component, gr.HTML) and str(getattr(component, "elem_id", "") or "").endswith(MSG_SUFFIX)
 
 
 def form_number(key: str, value, whole: bool = False, default: int | float | None = None) -> int | float:

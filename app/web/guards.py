@@ -12,10 +12,16 @@ middleware function installed by `app.web.server.build_app`:
    component server functions, deep links, and Gradio's run-history and "vibe" editor routes are
    refused for everyone; its monitoring and profiling routes (endpoint
    timings) for everyone but admins.
-4. Headers on every answer: `Content-Security-Policy: frame-ancestors 'self'` (and X-Frame-Options
-   for old browsers) against click-jacking, `X-Content-Type-Options: nosniff`, `Referrer-Policy`."""
+4. Storage faults: a request that ran into a full disk or a read-only data folder is answered 507 with
+   one line (db/faults.py), a page for a browser, JSON otherwise, and the line is logged; the
+   transaction it was in was rolled back, so nothing is half-written.
+5. Headers on every answer: a Content-Security-Policy with `script-src` and `frame-ancestors 'self'`
+   (app/web/csp.py; X-Frame-Options for old browsers) against injected scripts and click-jacking,
+   `X-Content-Type-Options: nosniff`, `Referrer-Policy`."""
 from __future__ import annotations
 
+import html
+import logging
 from urllib.parse import quote, urlsplit
 
 from fastapi import Request
@@ -23,13 +29,14 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.web.auth import COOKIE, PAGE_ROLES, Auth
+from app.web.csp import with_policy
 
-SECURITY_HEADERS = {
-    "Content-Security-Policy": "frame-ancestors 'self'",
+SECURITY_HEADERS = {                  # and the Content-Security-Policy: app/web/csp.py
     "X-Frame-Options": "SAMEORIGIN",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
 }
+LOG = logging.getLogger("mvp.web")
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # First path segment under /<page>/ (after an optional gradio_api/): who may call it.
 # process_recording is an upload too (a screen recording, handed to ffmpeg when it is installed);
@@ -92,13 +99,36 @@ def install(app, auth: Auth, pages) -> None:
 
     @app.middleware("http")
     async def guard(request: Request, call_next):
-        token = request.cookies.get(COOKIE)
-        user = await run_in_threadpool(auth.session_of, token) if token else None
-        request.state.user = user
-        if request.method in UNSAFE_METHODS and cross_site(request):
-            resp = _refused(403, "forbidden: cross-site request (its Origin is not this server)")
-        else:
-            resp = await _page_check(request, auth, pages, user) or await call_next(request)
+        try:
+            resp = await _guarded(request, call_next, auth, pages)
+        except Exception as e:            # noqa: BLE001  only storage faults are answered here
+            from db.faults import storage_problem
+            line = storage_problem(e)
+            if line is None:
+                raise
+            resp = storage_answer(request, line)
+        resp = await with_policy(request, resp, pages)
         for k, v in SECURITY_HEADERS.items():
             resp.headers.setdefault(k, v)
         return resp
+
+
+async def _guarded(request: Request, call_next, auth: Auth, pages):
+    token = request.cookies.get(COOKIE)
+    user = await run_in_threadpool(auth.session_of, token) if token else None
+    request.state.user = user
+    if request.method in UNSAFE_METHODS and cross_site(request):
+        return _refused(403, "forbidden: cross-site request (its Origin is not this server)")
+    return await _page_check(request, auth, pages, user) or await call_next(request)
+
+
+def storage_answer(request: Request, line: str):
+    """507 with the one line: a page when a browser asked for one (a page, the login form), else JSON;
+    the line goes to the server's log as well."""
+    LOG.error("%s %s: %s", request.method, request.url.path, line)
+    if "text/html" in request.headers.get("accept", "") or request.url.path == "/login":
+        return HTMLResponse('<!doctype html><html><head><meta charset="utf-8"><title>MVP Studio</title>'
+                            '<link rel="stylesheet" href="/static/studio.css"></head><body>'
+                            f'<p class="mvp-msg mvp-error" id="storage-error">{html.escape(line)}</p>'
+                            '</body></html>', status_code=507)
+    return _refused(507, line)

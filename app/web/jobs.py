@@ -7,7 +7,13 @@ State lives in files: DATA/train/active.json names the current training run (run
 process group, who launched it; the run directory holds status.json / metrics.jsonl / stdout.log
 written by the trainer, and console.log, the process's stdout and stderr); DATA/jobs/<kind>/ holds
 the same for rollout and eval jobs, with the job's console log beside it. Processes are found with
-psutil (by process group), never by scanning /proc by hand."""
+psutil (by process group), never by scanning /proc by hand.
+
+Secrets (docs/security.md, "Secrets"): a job's database URL (with PostgreSQL, its password) is handed
+over in the environment (MVP_DATABASE_URL, readable by the service's own user only), never on the
+command line (`ps` shows it to every user) nor in active.json; active.json and the logs are 0600.
+Paths a user typed (the model, a config's eval_puzzles / eval_data_dir) must lie inside the data
+directory or an admin's allowed folders (mvp_core/roots.py) before anything opens them."""
 from __future__ import annotations
 
 import fcntl
@@ -23,8 +29,9 @@ from pathlib import Path
 import psutil
 
 from mvp_core import resources
-from mvp_core.atomic import atomic_write_text
+from mvp_core.atomic import atomic_path
 from mvp_core.errors import UserError
+from mvp_core.roots import inside_roots
 
 ROOT = Path(__file__).resolve().parents[2]   # the repository root
 DEFAULT_CONFIG = resources.config("web.yaml")   # trains on the real MVP reward
@@ -106,6 +113,10 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
     data_dir = Path(data_dir)
     if not set_name:
         raise UserError("choose a curated set")
+    if not model or not str(model).strip():
+        check_model(model)                       # its one line: choose a model
+    roots = server_roots(Session, data_dir)
+    inside_roots(roots, model, "model", "any")   # before anything opens it
     check_model(model)
     if trainer not in ("grpo", "sft"):
         raise UserError(f"trainer must be grpo or sft, not {trainer!r}")
@@ -119,6 +130,9 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
         fixed = [f"model={model}", f"output_dir={run_dir}", f"puzzles={run_dir / 'puzzles.jsonl'}",
                  f"data_dir={data_dir}", f"set_name={set_name}"]
         cfg = (SFTConfig if trainer == "sft" else GRPOConfig).from_values(base, parse_overrides(overrides + fixed))
+        for key, kind in USER_PATH_KEYS.items():  # the rest of the path keys are the fixed ones above
+            if getattr(cfg, key):
+                inside_roots(roots, getattr(cfg, key), key, kind)
         with Session() as s:     # refuses an empty or unknown set; only the train split unless named (DESIGN.md §7)
             _, cfg.set_hash, kept = snapshot_set(s, set_name, run_dir / "puzzles.jsonl", tuple(train_splits))
         cfg.set_splits = list(kept)
@@ -131,15 +145,28 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
     return job
 
 
+# Path keys of a training config a user may set (the Train page's YAML), and what each must name; the
+# other path keys (puzzles, data_dir, output_dir) are fixed by launch().
+USER_PATH_KEYS = {"model": "dir", "eval_puzzles": "file", "eval_data_dir": "dir"}
+
+
+def server_roots(Session, data_dir: Path) -> list[str]:
+    """Where paths a user names may lie: the data directory, then the admin's allowed folders."""
+    from db.puzzles.sources import allowed_roots
+    with Session() as s:
+        return [str(Path(data_dir).resolve()), *allowed_roots(s)]
+
+
 MAX_G = 64                  # answers per puzzle a rollout job may ask for (GRPO's groups are 4-16)
 MAX_NEW_TOKENS = 4096       # answer length cap of a rollout or eval job
 
 
 def launch_eval(data_dir: Path, db_url: str, *, kind: str, run_id: str, checkpoint: str, set_name: str,
                 split: str, user: str, num_generations: int = 8, max_new_tokens: int = 24,
-                limit: int | None = None) -> dict:
+                limit: int | None = None, allow_trained_split: bool = False) -> dict:
     """Start `mvp rollout` (G sampled answers per puzzle) or `mvp eval` (one greedy answer, the
-    report with baselines) of a run's checkpoint on a set split; one job of each kind at a time."""
+    report with baselines) of a run's checkpoint on a set split; one job of each kind at a time.
+    `allow_trained_split`: the user asked to score a split the run trained on (--allow-trained-split)."""
     if kind not in ("rollout", "eval"):
         raise UserError(f"job kind must be rollout or eval, not {kind!r}")
     if not run_id or not checkpoint:
@@ -160,7 +187,7 @@ def launch_eval(data_dir: Path, db_url: str, *, kind: str, run_id: str, checkpoi
                "--set", set_name, "--data", str(data_dir), "--db", db_url, "--threads", "1",
                "--max-new-tokens", str(int(max_new_tokens))]
         if split:
-            cmd += ["--split", split]
+            cmd += ["--split", split] + (["--allow-trained-split"] if allow_trained_split else [])
         if kind == "rollout":
             cmd += ["-G", str(int(num_generations))]
         if limit:
@@ -189,17 +216,51 @@ def launch_cli(data_dir: Path, kind: str, args: list[str], *, user: str, label: 
                       {**(meta or {}), "user": user, "label": label})
 
 
+def without_db_url(cmd: list[str]) -> tuple[list[str], dict[str, str]]:
+    """(`cmd` without its `--db URL`, the environment that hands the URL over instead): the CLI reads
+    MVP_DATABASE_URL when --db is absent (db/engine.py `database_url`)."""
+    out, env = [], {}
+    i = 0
+    while i < len(cmd):
+        if cmd[i] == "--db" and i + 1 < len(cmd):
+            env["MVP_DATABASE_URL"] = cmd[i + 1]
+            i += 2
+            continue
+        if cmd[i].startswith("--db="):
+            env["MVP_DATABASE_URL"] = cmd[i][len("--db="):]
+        else:
+            out.append(cmd[i])
+        i += 1
+    return out, env
+
+
+def _private(path: Path, flags: int):
+    """An open file descriptor on `path` created 0600 (only the service's user may read it)."""
+    fd = os.open(path, flags | os.O_CREAT, 0o600)
+    os.fchmod(fd, 0o600)          # an older file made before this rule
+    return fd
+
+
+def _write_private(path: Path, text: str) -> None:
+    """atomic_write_text, readable by the service's user only."""
+    with atomic_path(path) as tmp:
+        with os.fdopen(_private(tmp, os.O_WRONLY | os.O_TRUNC), "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+
 def _spawn(data_dir: Path, kind: str, cmd: list[str], log: Path, meta: dict) -> dict:
     """Start `cmd` in its own session (so the whole tree can be signalled), output appended to
-    `log`, and record it as the kind's active job (atomically: a reader sees the old or the new)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
-    with open(log, "ab") as out:
+    `log`, and record it as the kind's active job (atomically: a reader sees the old or the new).
+    A database URL leaves the command line for the environment (secrets out of `ps`)."""
+    cmd, secret_env = without_db_url(cmd)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", **secret_env)
+    with os.fdopen(_private(Path(log), os.O_WRONLY | os.O_APPEND), "ab") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     _CHILDREN[proc.pid] = proc
     job = {**meta, "kind": kind, "pid": proc.pid, "pgid": os.getpgid(proc.pid), "log": str(log),
            "started": time.time(), "cmd": cmd}
-    atomic_write_text(jobs_dir(data_dir, kind) / "active.json", json.dumps(job))
+    _write_private(jobs_dir(data_dir, kind) / "active.json", json.dumps(job))
     return job
 
 
@@ -262,7 +323,7 @@ def _record(data_dir: Path, kind: str, **fields) -> None:
     f = jobs_dir(data_dir, kind) / "active.json"
     job = json.loads(f.read_text())
     job.update(fields)
-    atomic_write_text(f, json.dumps(job))
+    _write_private(f, json.dumps(job))
 
 
 def _signal_group(pgid: int, sig) -> None:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from db.chunks import in_chunks
@@ -58,9 +59,13 @@ def read_export(path: Path) -> tuple[dict, list[str]]:
         manifest = json.loads(read_user_text(path / MANIFEST, "set manifest"))
         if not isinstance(manifest, dict):
             raise TypeError(f"the manifest is a {type(manifest).__name__}, not an object")
-        lines = []
-        for _, rec in read_jsonl(path / RECORDS, "set records"):
+        lines, seen = [], {}
+        for n, rec in read_jsonl(path / RECORDS, "set records"):
             PuzzleRecord.from_dict(rec)   # validates the record's shape
+            if rec["id"] in seen:         # a set holds a puzzle once (the store's unique set item)
+                raise UserError(f"{path}: puzzle id {str(rec['id'])[:80]!r} appears twice in {RECORDS} "
+                                f"(lines {seen[rec['id']]} and {n}); nothing was imported")
+            seen[rec["id"]] = n
             lines.append(canonical_json(rec))
     except (KeyError, TypeError, AttributeError, ValueError) as e:      # ValueError: JSON and record_problem
         raise UserError(f"{path}: malformed export ({type(e).__name__}: {e})") from None
@@ -85,7 +90,11 @@ def import_set(session: Session, path: Path, data_dir: Path, name: str | None = 
     # Frames first (checked, then copied): a failure leaves the database untouched, and frames are
     # content-addressed files, so copies of a failed import are harmless.
     n_copied = copy_frames(records, Path(path), data_dir)
-    out = run_txn(session, txn)
+    try:
+        out = run_txn(session, txn)       # rolled back whole on any error: nothing half-imported
+    except IntegrityError as e:           # a conflict with what is stored, said in one line, not a traceback
+        why = str(e.orig).strip().splitlines()[0][:200]
+        raise UserError(f"{path}: the import conflicts with what is stored ({why}); nothing was imported") from None
     return {**out, "frames_copied": n_copied}
 
 
