@@ -10,6 +10,7 @@ PostgreSQL: `pg_dump` takes a consistent snapshot without blocking writers; `bac
 on PATH (custom format, restore with `pg_restore --clean --dbname URL FILE`), else says how."""
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -21,9 +22,13 @@ from mvp_core.atomic import atomic_path
 from mvp_core.errors import UserError
 
 
-def pg_dump_command(url: str, out: Path) -> list[str]:
-    plain = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-    return ["pg_dump", "--format=custom", "--no-owner", f"--file={out}", f"--dbname={plain}"]
+def pg_dump_command(url: str, out: Path) -> tuple[list[str], dict[str, str]]:
+    """pg_dump's argv and the environment entries it needs: the password goes in PGPASSWORD, never on
+    the command line (any local user can read a process's argv in `ps`; docs/security.md)."""
+    parsed = make_url(url).set(drivername="postgresql")
+    env = {"PGPASSWORD": parsed.password} if parsed.password else {}
+    plain = parsed._replace(password=None).render_as_string(hide_password=False)   # URL.set ignores None
+    return ["pg_dump", "--format=custom", "--no-owner", f"--file={out}", f"--dbname={plain}"], env
 
 
 def backup(engine: Engine, out: Path) -> dict:
@@ -59,11 +64,11 @@ def backup(engine: Engine, out: Path) -> dict:
 
 def _pg_backup(engine: Engine, out: Path) -> dict:
     url = engine.url.render_as_string(hide_password=False)
-    cmd = pg_dump_command(url, out)
+    cmd, env = pg_dump_command(url, out)
     if shutil.which("pg_dump") is None:
         raise UserError("PostgreSQL: install pg_dump (postgresql-client) and run: pg_dump --format=custom "
                         f"--file={out} --dbname=URL; restore with pg_restore --clean --dbname URL {out}")
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    res = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
     if res.returncode != 0:
         out.unlink(missing_ok=True)
         msg = (res.stderr.strip().splitlines() or ["failed"])[-1]

@@ -87,3 +87,16 @@ def test_without_db_url_keeps_every_other_argument():
     cmd, env = jobs.without_db_url(["mvp", "synth", "/v", "--db", "postgresql://u:p@h/d", "--data", "/d", "--dbx", "1"])
     assert cmd == ["mvp", "synth", "/v", "--data", "/d", "--dbx", "1"]
     assert env == {"MVP_DATABASE_URL": "postgresql://u:p@h/d"}
+
+
+def test_backup_passes_the_password_to_pg_dump_by_environment(pg_url_with_password, tmp_path):
+    """`mvp db backup` on PostgreSQL: pg_dump's argv carries no password (PGPASSWORD does), and the
+    backup it makes with it is real."""
+    from db.backup import backup, pg_dump_command
+    from db.engine import open_db
+    argv, env = pg_dump_command(pg_url_with_password, tmp_path / "x.dump")
+    assert PASSWORD not in " ".join(argv) and env == {"PGPASSWORD": PASSWORD}
+    Session = open_db(pg_url_with_password)
+    out = backup(Session.kw["bind"], tmp_path / "pg.dump")
+    Session.kw["bind"].dispose()
+    assert out["engine"] == "postgresql" and (tmp_path / "pg.dump").read_bytes()[:5] == b"PGDMP"
