@@ -121,7 +121,7 @@ def test_torchrun_two_processes_one_run_dir(torchrun_runs):
             assert len({x["rank"] for x in g}) == 1 and len(g) % 4 == 0
             assert abs(sum(x["advantage"] for x in g)) < 1e-4
         # metrics are over both ranks' samples
-        assert rows[step - 1]["reward"] == pytest.approx(sum(x["reward"] for x in t) / 16, abs=1e-6)
+        assert rows[step - 1]["reward"] == pytest.approx(sum(x["total"] for x in t) / 16, abs=1e-6)
 
 
 @pytest.mark.slow

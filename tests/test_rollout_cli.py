@@ -123,10 +123,11 @@ def test_bad_inputs_are_one_line_errors(capsys, tmp_path, synth_dir, tiny_model_
     assert rc == 2 and err.strip() == "error: No such file or directory: /proc/no-such-dir", err
     # sampling and prompt settings out of range: one line naming the setting, before a model loads
     # (tmp_path is not a model: had it got that far, the error would say so instead)
-    for flags, says in ((["--temperature", "-1"], "temperature must be > 0, at least 1e-30 and at most 1e+30, got -1.0"),
-                        (["--top-p", "2"], "top_p must be in (0, 1], got 2.0"),
-                        (["--top-k", "-3"], "top_k must be >= 0 (0: off), got -3"),
-                        (["--repetition-penalty", "0"], "repetition_penalty must be > 0, at least 1e-30 and at most 1e+30 (1: off), got 0.0"),
+    # (the ranges are the training configs' own: mvp_core/model/sampler.py RANGES)
+    for flags, says in ((["--temperature", "-1"], "temperature must be in [0.001, 10], got -1.0"),
+                        (["--top-p", "2"], "top_p must be in (0, 1] (1: off), got 2.0"),
+                        (["--top-k", "-3"], "top_k must be in [0, 1000000] (0: off), got -3"),
+                        (["--repetition-penalty", "0"], "repetition_penalty must be in [0.001, 10] (1: off), got 0.0"),
                         (["--max-new-tokens", "0"], "max_new_tokens must be >= 1, got 0"),
                         (["--max-pixels", "-5"], "max_pixels must be a positive number of pixels, got -5")):
         for cmd in ("eval", "rollout"):

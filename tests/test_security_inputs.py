@@ -202,7 +202,8 @@ def _launch(c, session_hash, fn, data, fields: dict):
     from fixtures_security import gradio_event
     v = {**GOOD, **fields}
     args = [v["trainer"], v["set"], str(data / "tiny-model"), v["reward"], v["max_steps"], v["save_steps"],
-            v["num_generations"], v["learning_rate"], v["loss_type"], v["beta"], v["max_completion_length"], v["yaml"]]
+            v["num_generations"], v["learning_rate"], v["loss_type"], v["beta"], v["max_completion_length"], v["yaml"],
+            [], "", False]       # train splits (the set has none), eval split, evaluate on a trained split
     return gradio_event(c, "train", session_hash, fn, args)
 
 

@@ -12,6 +12,7 @@ import yaml
 from fixtures_grpo import PYTHON, ROOT, mvp_env
 from safetensors.torch import load_file
 
+from mvp_core.train.model_setup import end_ids
 from mvp_core.train.rundir import read_metrics, read_status
 from mvp_core.train.sft import sft_step, target_text, train_sft
 from mvp_core.train.sft_config import load_sft_config
@@ -77,9 +78,7 @@ def test_loss_counts_completion_tokens_only(tiny_policy, model_data, tiny_model_
     model, proc = tiny_policy
     cfg = load_sft_config(None, _settings(tiny_model_dir, model_data[0], "unused"))
     recs = model_data[1][:2]
-    eos = proc.tokenizer.convert_tokens_to_ids("<|im_end|>")
-    ctx = {"pad": proc.tokenizer.pad_token_id, "eos": eos, "bf16": False, "device": torch.device("cpu")}
-    out = sft_step(cfg, model, proc, PuzzleSet.open(cfg), recs, ctx)
+    out = sft_step(cfg, model, proc, PuzzleSet.open(cfg), recs, end_ids(model, proc))
     want = sum(len(proc.tokenizer(target_text(r, "empty"), add_special_tokens=False)["input_ids"]) + 1 for r in recs)
     assert out["tokens"] == want                          # targets + eos, no prompt token
     model.zero_grad(set_to_none=True)

@@ -19,9 +19,8 @@ from mvp_core.train.config import load_config
 from mvp_core.train.data import PuzzleSet
 from mvp_core.train.loop import Rollout, StepContext, completion_logps, policy_gradient
 from mvp_core.train.loss import k3_kl
-from mvp_core.train.model_setup import optimizer_step, make_optimizer
+from mvp_core.train.model_setup import end_ids, optimizer_step, make_optimizer
 from mvp_core.train.runlog import logged_norm
-from mvp_core.train.start import _special_ids
 from fixtures_grpo import tiny_overrides
 
 B, G = 4, 4          # one puzzle, its 4 completions; micro-batches of 2 (two chunks)
@@ -44,7 +43,8 @@ def _context(tiny_policy, tiny_model_dir, model_data, tmp_path, **extra):
     with torch.no_grad():                      # a reference that differs from the policy: KL > 0
         for p in ref.parameters():
             p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
-    eos_ids, pad_id = _special_ids(model, processor)
+    end = end_ids(model, processor)
+    eos_ids, pad_id = end.stop, end.pad
     ctx = StepContext(cfg, D.DistInfo(), model, model, ref, processor, eos_ids, pad_id, False)
     data = PuzzleSet.open(cfg)
     enc = data.encode(data.puzzles_for_step(0, 0, 1)[0], processor)

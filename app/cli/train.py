@@ -6,7 +6,6 @@ It reads a curated-set snapshot (puzzles.jsonl + frames) and writes a run direct
 from __future__ import annotations
 
 from app.cli.args import add_trainer_args, config_and_overrides, run_trainer, use_set_flag
-from mvp_core.errors import UserError
 
 
 def register(sub) -> None:
@@ -27,8 +26,6 @@ def _train(args) -> int:
         return 0
     cfg = load_config(path, overrides)
     use_set_flag(cfg, args)
-    if not cfg.model:
-        raise UserError("model: no model path given (model=PATH)")
     return run_trainer(cfg, args.resume, _grpo_train)
 
 

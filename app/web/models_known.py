@@ -25,6 +25,7 @@ def known_models(Session, data_dir: Path) -> list[tuple[str, str]]:
     from sqlalchemy import select
 
     from db.models.runs import Checkpoint, Run
+    from db.runs.names import checkpoint_label, start_name
     data_dir = Path(data_dir)
     out: list[tuple[str, str]] = []
     cands = [data_dir / "tiny-model", *sorted((data_dir / "models").glob("*"))]
@@ -32,10 +33,11 @@ def known_models(Session, data_dir: Path) -> list[tuple[str, str]]:
         if d.is_dir() and _is_model(d):
             out.append((f"{d.name} (local model)", str(d.resolve())))
     with Session() as s:
-        rows = s.execute(select(Run.id, Run.kind, Checkpoint.step, Checkpoint.path)
+        rows = s.execute(select(Run.id, Run.kind, Run.model_path, Checkpoint.step, Checkpoint.path)
                          .join(Checkpoint, Checkpoint.run_id == Run.id)
                          .order_by(Run.created_at.desc(), Run.id, Checkpoint.step.desc())).all()
-    for rid, kind, step, path in rows:
+        starts = {mp: start_name(s, mp) for mp in {r[2] for r in rows}}
+    for rid, kind, start, step, path in rows:
         if Path(path).is_dir() and _is_model(Path(path)):
-            out.append((f"{rid} · {kind} · step {step}", path))
+            out.append((checkpoint_label(rid, kind, step, starts[start]), path))
     return out

@@ -41,7 +41,7 @@ def list_evaluations(s: Session, run_ids: list[str] | None = None) -> list[dict]
     if run_ids:
         q = q.where(Evaluation.run_id.in_(run_ids))
     return [{"id": e.id, "run_id": e.run_id, "run_kind": kind, "checkpoint_id": e.checkpoint_id,
-             "step": step, "checkpoint": "base" if e.checkpoint_id is None else f"step {step}",
+             "step": step, "checkpoint": "start model" if e.checkpoint_id is None else f"step {step}",
              "set_name": e.set_name, "split": e.split, "n_puzzles": e.n_puzzles, "exact": e.exact,
              "total": e.total, "report": e.report, "created_at": e.created_at}
             for e, step, kind in s.execute(q)]

@@ -39,21 +39,46 @@ def _where(src: tuple[str, int | None]):
 
 
 def sources(s: Session) -> list[tuple[str, str]]:
-    """(label, key) of every run checkpoint with answers: newest run first, base then by step."""
-    q = (select(Run.id, Run.kind, Run.created_at, Rollout.checkpoint_id, Checkpoint.step, func.count(Rollout.id))
+    """(label, key) of every run checkpoint with answers, named by what it is (db/runs/names.py):
+    newest run first, its newest checkpoint first and its start model last."""
+    from db.runs.names import checkpoint_label, start_name
+    q = (select(Run.id, Run.kind, Run.created_at, Run.model_path, Rollout.checkpoint_id, Checkpoint.step,
+                func.count(Rollout.id))
          .join(Rollout, Rollout.run_id == Run.id).outerjoin(Checkpoint, Checkpoint.id == Rollout.checkpoint_id)
-         .group_by(Run.id, Run.kind, Run.created_at, Rollout.checkpoint_id, Checkpoint.step))
-    rows = sorted(s.execute(q), key=lambda r: (-r[2].timestamp(), r[0], -1 if r[4] is None else r[4]))
-    return [(f"{rid} · {'base model' if ck is None else f'step {step}'} · {kind} · {n} answers",
-             source_key(rid, ck)) for rid, kind, _t, ck, step, n in rows]
+         .group_by(Run.id, Run.kind, Run.created_at, Run.model_path, Rollout.checkpoint_id, Checkpoint.step))
+    rows = sorted(s.execute(q), key=lambda r: (-r[2].timestamp(), r[0], 1 if r[5] is None else 0, -(r[5] or 0)))
+    starts = {mp: start_name(s, mp) for mp in {r[3] for r in rows}}
+    return [(f"{checkpoint_label(rid, kind, None if ck is None else step, starts[mp])} · {n} answers",
+             source_key(rid, ck)) for rid, kind, _t, mp, ck, step, n in rows]
 
 
 def source_label(s: Session, key: str) -> str:
+    from db.runs.names import version_label
     src = parse_source(key)
     if src is None:
         return ""
     step = s.scalar(select(Checkpoint.step).where(Checkpoint.id == src[1])) if src[1] is not None else None
-    return f"{src[0]} · {'base model' if src[1] is None else f'step {step}'}"
+    return version_label(s, src[0], step)
+
+
+def start_source(s: Session, key: str | None, keys: list[str]) -> str | None:
+    """Among `keys` (sources with answers), the answers of the model checkpoint `key`'s run started
+    from: the run's own start-model answers, else those stored under the warm-start checkpoint
+    (another run's), else None (also when `key` is a start model)."""
+    src = parse_source(key)
+    if src is None or src[1] is None:       # `key` is the start model itself
+        return None
+    own = source_key(src[0], None)
+    if own in keys and own != key:
+        return own
+    run = s.get(Run, src[0])
+    if run is None or not run.model_path:
+        return None
+    for ck_id, run_id in s.execute(select(Checkpoint.id, Checkpoint.run_id).where(Checkpoint.path == run.model_path)):
+        k = source_key(run_id, ck_id)
+        if k in keys:
+            return k
+    return None
 
 
 def run_info(s: Session, ref: str) -> dict:
@@ -66,8 +91,9 @@ def run_info(s: Session, ref: str) -> dict:
     path = r.model_path
     if src and src[1] is not None:
         path = s.scalar(select(Checkpoint.path).where(Checkpoint.id == src[1])) or path
+    from db.runs.names import start_name
     return {"id": r.id, "name": r.name, "kind": r.kind, "model_path": path, "base_model_path": r.model_path,
-            "set_name": r.set_name, "config": r.config or {}}
+            "start": start_name(s, r.model_path), "set_name": r.set_name, "config": r.config or {}}
 
 
 def videos(s: Session, key: str) -> list[tuple[str, str]]:
@@ -170,3 +196,12 @@ def set_splits(s: Session, set_name: str) -> list[str]:
     """The splits a frozen set's records carry (empty when it was frozen without splits)."""
     from db.sets.curated import load_set
     return sorted({str(r["split"]) for r in load_set(s, set_name) if r.get("split")})
+
+
+def split_counts(s: Session, set_name: str) -> dict[str, int]:
+    """Puzzles per split of a frozen set, in the order train, val, test (empty when frozen without splits)."""
+    from collections import Counter
+
+    from db.sets.curated import SPLITS, load_set
+    n = Counter(str(r["split"]) for r in load_set(s, set_name) if r.get("split"))
+    return {k: n[k] for k in (*SPLITS, *sorted(set(n) - set(SPLITS))) if n[k]}

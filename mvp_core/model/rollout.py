@@ -125,19 +125,50 @@ def generate(model, processor, puzzles: list, load_frame, pcfg: PromptConfig, gc
     return [pairs[i * n:(i + 1) * n] for i in range(len(puzzles))]
 
 
+# ---- the one scored-completion schema -------------------------------------------------------------
+# A row per sampled answer, the same in `mvp rollout` / `mvp eval` (rollouts.parquet, the database's
+# rollouts) and in a training run's completions/step_N.parquet, which adds TRAINING_COLUMNS.
+SCORED_COMPLETION = (
+    ("puzzle_id", "string"), ("video_id", "string"), ("sample_index", "int32"), ("completion", "string"),
+    ("chosen_labels", "list<string>"), ("chosen_kinds", "list<string>"), ("format", "float64"),
+    ("selection", "float64"), ("order", "float64"), ("exact", "float64"), ("total", "float64"),
+    ("advantage", "float64"), ("completion_tokens", "int32"),
+)
+TRAINING_COLUMNS = (("step", "int32"), ("rank", "int32"))
+PARQUET_COLUMNS = [name for name, _ in SCORED_COMPLETION]
+
+
+def arrow_schema(columns=SCORED_COMPLETION):
+    """The pyarrow schema of `columns` ((name, type) pairs of SCORED_COMPLETION / TRAINING_COLUMNS)."""
+    import pyarrow as pa
+    types = {"string": pa.string(), "int32": pa.int32(), "float64": pa.float64(), "list<string>": pa.list_(pa.string())}
+    return pa.schema([(name, types[kind]) for name, kind in columns])
+
+
+def scored_row(record, sample_index: int, text: str, n_tokens: int, terms: dict, total: float,
+               advantage: float = 0.0) -> dict:
+    """One row of SCORED_COMPLETION. `record` is a Puzzle or its dict; `terms` holds the reward terms
+    (format, selection, order, exact) and the chosen `labels`; `total` is the reward that counts."""
+    pz = record if isinstance(record, Puzzle) else Puzzle.from_dict(record)
+    kinds = {o.label: o.kind for o in pz.options}
+    labels = list(terms["labels"])
+    return {"puzzle_id": pz.id, "video_id": pz.video.id, "sample_index": int(sample_index), "completion": text,
+            "chosen_labels": labels, "chosen_kinds": [kinds.get(x, "outside") for x in labels],
+            "format": float(terms["format"]), "selection": float(terms["selection"]), "order": float(terms["order"]),
+            "exact": float(terms["exact"]), "total": float(total), "advantage": float(advantage),
+            "completion_tokens": int(n_tokens)}
+
+
 def score_group(pz: Puzzle, completions: list[tuple[str, int]], sample_indices: list[int],
                 weights: dict | None = None) -> list[dict]:
     """Rows for one puzzle's answers, with the advantage training would give them (the group's
     `mvp_core.train.loss.group_advantages`, scale_rewards="group")."""
     pool = [o.label for o in pz.options]
-    kinds = {o.label: o.kind for o in pz.options}
     rows = []
     for (text, n_tok), idx in zip(completions, sample_indices):
         t = score_completion(text, pz.answer, pool, weights or DEFAULT_WEIGHTS)
-        rows.append({"puzzle_id": pz.id, "video_id": pz.video.id, "sample_index": idx, "completion": text,
-                     "chosen_labels": list(t.labels), "chosen_kinds": [kinds.get(x, "outside") for x in t.labels],
-                     "format": t.format, "selection": t.selection, "order": t.order, "exact": t.exact,
-                     "total": t.total, "completion_tokens": int(n_tok)})
+        terms = {"format": t.format, "selection": t.selection, "order": t.order, "exact": t.exact, "labels": t.labels}
+        rows.append(scored_row(pz, idx, text, n_tok, terms, t.total))
     for row, a in zip(rows, group_advantage_list([row["total"] for row in rows])):
         row["advantage"] = a
     return rows
@@ -198,10 +229,6 @@ def summarize(rows: list[dict]) -> dict:
     return out
 
 
-PARQUET_COLUMNS = ["puzzle_id", "video_id", "sample_index", "completion", "chosen_labels", "chosen_kinds",
-                   "format", "selection", "order", "exact", "total", "advantage", "completion_tokens"]
-
-
 def write_parquet(path, rows: list[dict]) -> list[dict]:
     """Merge `rows` into the Parquet file at `path` (rows already there, by (puzzle, sample), are
     kept), written atomically; returns all rows in the file."""
@@ -212,12 +239,7 @@ def write_parquet(path, rows: list[dict]) -> list[dict]:
     seen = {(r["puzzle_id"], r["sample_index"]) for r in old}
     merged = old + [r for r in rows if (r["puzzle_id"], r["sample_index"]) not in seen]
     merged.sort(key=lambda r: (r["puzzle_id"], r["sample_index"]))
-    schema = pa.schema([("puzzle_id", pa.string()), ("video_id", pa.string()), ("sample_index", pa.int32()),
-                        ("completion", pa.string()), ("chosen_labels", pa.list_(pa.string())),
-                        ("chosen_kinds", pa.list_(pa.string())), ("format", pa.float64()),
-                        ("selection", pa.float64()), ("order", pa.float64()), ("exact", pa.float64()),
-                        ("total", pa.float64()), ("advantage", pa.float64()), ("completion_tokens", pa.int32())])
-    table = pa.Table.from_pylist([{k: r.get(k) for k in PARQUET_COLUMNS} for r in merged], schema=schema)
+    table = pa.Table.from_pylist([{k: r.get(k) for k in PARQUET_COLUMNS} for r in merged], schema=arrow_schema())
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp)

@@ -21,15 +21,51 @@ DEFAULT_TOP_P = 1.0
 DEFAULT_TOP_K = 0               # 0 = off
 DEFAULT_MIN_P = 0.0             # 0 = off
 DEFAULT_REPETITION_PENALTY = 1.0
-_F32_MIN, _F32_MAX = 1e-30, 1e30     # temperature / repetition_penalty: logits stay finite in float32
-_F32_RANGE = f"> 0, at least {_F32_MIN:g} and at most {_F32_MAX:g}"
+
+
+@dataclass(frozen=True)
+class Range:
+    """An allowed interval: the one definition of a sampler setting's range, read by the training
+    configs' fields (`field_bounds`, checked by pydantic) and by SamplerSettings (CLI flags, the UI)."""
+    lo: float
+    hi: float
+    lo_open: bool = False
+    hi_open: bool = False
+    note: str = ""
+
+    def contains(self, v) -> bool:
+        return (self.lo < v if self.lo_open else self.lo <= v) and (v < self.hi if self.hi_open else v <= self.hi)
+
+    def field_bounds(self) -> dict:
+        return {("gt" if self.lo_open else "ge"): self.lo, ("lt" if self.hi_open else "le"): self.hi}
+
+    def rule(self) -> str:
+        return (f"in {'(' if self.lo_open else '['}{_num(self.lo)}, {_num(self.hi)}{')' if self.hi_open else ']'}"
+                + (f" ({self.note})" if self.note else ""))
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+# The sampler's ranges, once. Temperature and repetition penalty: the float32 logits are divided by
+# them, so near 0 they overflow to inf and sampling fails mid-run; the upper caps turn a typo into an
+# error, far above any useful value.
+RANGES = {
+    "temperature": Range(1e-3, 10.0),
+    "top_p": Range(0.0, 1.0, lo_open=True, note="1: off"),
+    "top_k": Range(0, 1_000_000, note="0: off"),
+    "min_p": Range(0.0, 1.0, hi_open=True, note="0: off"),
+    "repetition_penalty": Range(1e-3, 10.0, note="1: off"),
+}
 
 
 @dataclass(frozen=True)
 class SamplerSettings:
     """What shapes the next-token distribution. The training log-probs divide the logits by
     `temperature` and apply nothing else, so exact on-policy training needs top_k=0, top_p=1,
-    min_p=0 and repetition_penalty=1 (the defaults); other values are allowed and recorded."""
+    min_p=0 and repetition_penalty=1 (the defaults); other values are allowed, recorded, and
+    flagged in a training run (`off_policy_settings`)."""
     temperature: float = DEFAULT_TEMPERATURE
     top_p: float = DEFAULT_TOP_P
     top_k: int = DEFAULT_TOP_K
@@ -39,18 +75,12 @@ class SamplerSettings:
     max_new_tokens: int = 128
 
     def __post_init__(self):
-        # the one place these ranges are checked (CLI flags, run configs and the UI all end here);
-        # transformers would otherwise fail mid-run with a traceback, or ignore top_p > 1
-        bad = [f"{name} must be {rule}, got {value!r}" for name, value, ok, rule in (
-            # the float32 logits are divided by it (a repetition penalty, multiplied): outside this
-            # range they turn inf / nan and sampling failed mid-run with a torch traceback
-            ("temperature", self.temperature, _F32_MIN <= self.temperature <= _F32_MAX, _F32_RANGE),
-            ("top_p", self.top_p, 0 < self.top_p <= 1, "in (0, 1]"),
-            ("top_k", self.top_k, self.top_k >= 0, ">= 0 (0: off)"),
-            ("min_p", self.min_p, 0 <= self.min_p < 1, "in [0, 1) (0: off)"),
-            ("repetition_penalty", self.repetition_penalty, _F32_MIN <= self.repetition_penalty <= _F32_MAX,
-             _F32_RANGE + " (1: off)"),
-            ("max_new_tokens", self.max_new_tokens, self.max_new_tokens >= 1, ">= 1")) if not ok]
+        # CLI flags and the UI end here (the training configs check the same RANGES through their
+        # fields); transformers would otherwise fail mid-run with a traceback, or ignore top_p > 1
+        bad = [f"{name} must be {r.rule()}, got {getattr(self, name)!r}" for name, r in RANGES.items()
+               if not r.contains(getattr(self, name))]
+        if self.max_new_tokens < 1:
+            bad.append(f"max_new_tokens must be >= 1, got {self.max_new_tokens!r}")
         if bad:
             raise UserError("; ".join(bad))
 
@@ -64,10 +94,17 @@ class SamplerSettings:
                    repetition_penalty=float(getattr(cfg, "repetition_penalty", DEFAULT_REPETITION_PENALTY)),
                    do_sample=do_sample, max_new_tokens=int(cfg.max_completion_length))
 
+    def off_policy_settings(self) -> list[str]:
+        """The settings (as name=value) that make sampled tokens' probabilities differ from
+        softmax(logits / temperature), the policy the training log-probs describe; [] when exact."""
+        return [f"{name}={value:g}" for name, value, off in (
+            ("top_p", self.top_p, self.top_p < 1.0), ("top_k", self.top_k, self.top_k != 0),
+            ("min_p", self.min_p, self.min_p != 0.0),
+            ("repetition_penalty", self.repetition_penalty, self.repetition_penalty != 1.0)) if off]
+
     def is_exact_policy(self) -> bool:
         """True when sampled tokens' probabilities are exactly softmax(logits / temperature)."""
-        return (self.top_k == 0 and self.top_p >= 1.0 and self.min_p == 0.0
-                and self.repetition_penalty == 1.0)
+        return not self.off_policy_settings()
 
 
 def token_ids(model) -> dict:
@@ -114,8 +151,10 @@ def placeholder_token_ids(model) -> list[int]:
 def sample(model, inputs: dict, s: SamplerSettings, **kwargs):
     """`model.generate(**inputs)` under `s` and nothing else, the vision placeholders suppressed
     (training, rollouts and evaluation alike). kwargs go to generate (e.g.
-    num_return_sequences, output_scores)."""
-    gc = generation_config(s, model, pad_token_id=kwargs.pop("pad_token_id", None))
+    num_return_sequences, output_scores); pad_token_id / eos_token_id replace the model's (training
+    stops on model_setup.end_ids, the rule SFT targets end with)."""
+    gc = generation_config(s, model, pad_token_id=kwargs.pop("pad_token_id", None),
+                           eos_token_id=kwargs.pop("eos_token_id", None))
     gc.suppress_tokens = placeholder_token_ids(model) or None
     for key in ("num_return_sequences", "output_scores", "output_logits",
                 "return_dict_in_generate", "use_cache"):

@@ -11,13 +11,15 @@ that diverges or never ends. They are printed with each key by `mvp train --prin
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from mvp_core.config import DocumentedConfig, parse_overrides
+from mvp_core.config import DocumentedConfig
 from mvp_core.errors import UserError
+from mvp_core.model.sampler import RANGES
 from mvp_core.reward import DEFAULT_WEIGHTS, check_weights
+from mvp_core.train.tracking import check_names
 
 # ---- fields both trainers' configs record (SFTConfig imports these) ------------------------------
 
@@ -31,6 +33,17 @@ def set_splits_field():
     return Field(default_factory=list, description=(
         "The set's splits the run trains on (`--set` takes only `train` unless `--split` names others); "
         "`mvp eval`/`mvp rollout` refuse a split listed here without --allow-trained-split."))
+
+
+# report_to: tracker names, checked (and "a,b" from key=value split) by tracking.check_names
+ReportTo = Annotated[list[str], BeforeValidator(check_names)]
+
+
+def report_to_field():
+    return Field(default_factory=lambda: ["none"], description=(
+        "Trackers that receive the run's metrics (TRL's names), its config and the set hash, beside "
+        "metrics.jsonl: any of none, tensorboard (RUN/tensorboard/), trackio, mlflow, wandb; each must be "
+        "installed (mlflow, wandb, trackio: the [tracking] extra; mvp_core/train/tracking.py)."))
 
 
 LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo")
@@ -66,6 +79,7 @@ class GRPOConfig(DocumentedConfig):
                                                                   "checkpoints; 0 = keep all.")
     save_completions: bool = Field(True, description="Write every sampled completion with its reward terms and "
                                                      "advantage to completions/*.parquet.")
+    report_to: ReportTo = report_to_field()
 
     # ---- GRPO (TRL names) ----------------------------------------------------------------------
     num_generations: int = Field(8, ge=2, le=256, description=(
@@ -101,16 +115,23 @@ class GRPOConfig(DocumentedConfig):
                     "an exact answer scores highest whenever exact > 0.")
 
     # ---- sampling ------------------------------------------------------------------------------
-    max_completion_length: int = Field(256, ge=1, le=32_768, description="Most new tokens per completion.")
-    temperature: float = Field(1.0, ge=1e-3, le=10.0, description=(
+    max_completion_length: int = Field(256, ge=1, le=32_768, description=(
+        "Most new tokens per completion. 256, not TRL's 512 on purpose: an answer here is a short think "
+        "block and a list of labels (well under 256 tokens in the project's runs), and a sampled "
+        "completion that never ends costs generation time up to this cap; raise it for long reasoning."))
+    temperature: float = Field(1.0, **RANGES["temperature"].field_bounds(), description=(
         "Sampling temperature; log-probs use the same temperature (as TRL). At least 1e-3: logits / a "
         "vanishing temperature overflow to inf and sampling fails."))
-    top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus sampling mass (1 = off).")
-    top_k: int = Field(0, ge=0, le=1_000_000, description=(
+    top_p: float = Field(1.0, **RANGES["top_p"].field_bounds(), description=(
+        "Nucleus sampling mass (1 = off). Below 1 the sampler differs from the policy the log-probs "
+        "describe: the run log warns and metrics carry sampler/non_policy = 1."))
+    top_k: int = Field(0, **RANGES["top_k"].field_bounds(), description=(
         "Sample only from the k most likely tokens; 0 = off. Anything but 0 makes the sampler differ "
-        "from the distribution the log-probs describe (mvp_core/model/sampler.py)."))
-    min_p: float = Field(0.0, ge=0.0, lt=1.0, description="Drop tokens below min_p x the top probability; 0 = off.")
-    repetition_penalty: float = Field(1.0, gt=0.0, le=10.0, description=(
+        "from the distribution the log-probs describe (mvp_core/model/sampler.py): the run log warns "
+        "and metrics carry sampler/non_policy = 1."))
+    min_p: float = Field(0.0, **RANGES["min_p"].field_bounds(), description=(
+        "Drop tokens below min_p x the top probability; 0 = off (else flagged as top_k is)."))
+    repetition_penalty: float = Field(1.0, **RANGES["repetition_penalty"].field_bounds(), description=(
         "Penalise tokens already present (1 = off). Set here, never inherited from a checkpoint's "
         "generation_config (Qwen-VL Instruct ships 1.05)."))
     video_mode: bool = Field(False, description="Show the context frames as one video instead of separate "
@@ -192,27 +213,15 @@ class GRPOConfig(DocumentedConfig):
     def completions_per_process(self) -> int:
         return self.per_device_train_batch_size * self.gradient_accumulation_steps
 
-    def validate(self) -> GRPOConfig:
-        """Kept for callers of the dataclass era: a GRPOConfig is validated when built and assigned."""
-        return self
-
 
 def field_docs() -> dict[str, str]:
     """{name: documentation with range} for every field, in declaration order."""
     return GRPOConfig.field_docs()
 
 
-def from_dict(values: dict, base: GRPOConfig | None = None) -> GRPOConfig:
-    return GRPOConfig.from_values(values, base=base)
-
-
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> GRPOConfig:
     """Defaults <- YAML file <- `key=value` overrides, validated."""
     return GRPOConfig.load(path, overrides)
-
-
-def to_yaml(cfg: GRPOConfig, extra: dict | None = None) -> str:
-    return cfg.to_yaml(extra)
 
 
 def documented_yaml(cfg: GRPOConfig | None = None) -> str:
@@ -228,10 +237,8 @@ __all__ = [
     "REWARDS",
     "SCALE_REWARDS",
     "GRPOConfig",
+    "ReportTo",
     "documented_yaml",
     "field_docs",
-    "from_dict",
     "load_config",
-    "parse_overrides",
-    "to_yaml",
 ]

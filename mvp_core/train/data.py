@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from mvp_core.errors import UserError
-from mvp_core.train.config import GRPOConfig, to_yaml
+from mvp_core.train.config import GRPOConfig
 from mvp_core.train.rundir import file_sha256
 from mvp_core.puzzle import read_puzzles_jsonl
 
@@ -91,8 +91,10 @@ class PuzzleSet:
             self._cache_bytes -= self._cache.popitem(last=False)[1][1]
         return enc
 
-    def config_yaml(self, cfg: GRPOConfig, world: int) -> str:
-        info = {"set": {"name": self.set_name, "file": str(self.path), "sha256": self.sha256,
+    def config_yaml(self, cfg: GRPOConfig, world: int, kind: str = "grpo") -> str:
+        """config.yaml of a run: the config (through its model, never edited as text) and `run_info`:
+        the trainer (grpo / sft), the set's name, file, hash and size, processes, puzzles per step."""
+        info = {"kind": kind, "set": {"name": self.set_name, "file": str(self.path), "sha256": self.sha256,
                         "n_puzzles": len(self.records)},
                 "world_size": world, "puzzles_per_step": self.puzzles_per_step(world)}
-        return to_yaml(cfg, {"run_info": info})
+        return cfg.to_yaml({"run_info": info})

@@ -43,15 +43,20 @@ class HeldOut:
         import time
 
         import numpy as np
+        import torch
 
         from mvp_core.model.rollout import GenConfig, run_rollouts
         t0 = time.perf_counter()
         was_training = model.training
         model.eval()
+        # run_rollouts seeds torch's global RNG per puzzle: forked here, so the training steps after an
+        # evaluation sample what they would have sampled without it
+        devices = [model.device] if model.device.type == "cuda" else []
         try:
-            rows = run_rollouts(model, processor, self.records, self.load, self.prompt,
-                                GenConfig(num_generations=1, do_sample=False, max_new_tokens=self.max_new_tokens),
-                                batch_puzzles=batch_puzzles)
+            with torch.random.fork_rng(devices=devices):
+                rows = run_rollouts(model, processor, self.records, self.load, self.prompt,
+                                    GenConfig(num_generations=1, do_sample=False, max_new_tokens=self.max_new_tokens),
+                                    batch_puzzles=batch_puzzles)
         finally:
             model.train(was_training)
         return {"eval_reward": float(np.mean([r["total"] for r in rows])),

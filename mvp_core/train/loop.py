@@ -1,5 +1,6 @@
-"""The GRPO training loop. `_train` reads top to bottom: set up (start.py: run directory, start point, model,
-optimizer), then per step `train_step`, held-out eval, log, checkpoint, stop check. One step:
+"""GRPO: one optimizer step, top to bottom. The run around it (start or resume, run directory,
+status, metrics and trackers, held-out evaluation, checkpoints, the stop on SIGTERM) is the one
+lifecycle both trainers share (lifecycle.py); `train(cfg)` hands it this step. One step:
 
   1. this process's puzzles of the step (a pure function of seed and step: resumable)
   2. `rollout`: G sampled completions per puzzle with the current policy
@@ -7,132 +8,72 @@ optimizer), then per step `train_step`, held-out eval, log, checkpoint, stop che
   4. `policy_gradient`: log-probs in micro-batches with gradient (the reference's without),
      clipped surrogate loss (loss_type), backward, accumulated over micro-batches
   5. `clip_and_step`: clip the gradient norm, AdamW step, schedule step
-  6. log metrics and completions (rank 0), checkpoint every save_steps, stop cleanly on SIGTERM
+  6. the step's metrics (TRL's names) and its completions (completions/step_N.parquet)
 
 Old log-probs equal the current ones detached (one optimisation pass per generation batch, TRL's
 default), so the ratio is 1 in value but still carries the policy gradient."""
 from __future__ import annotations
 
-import signal
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
 
-from mvp_core.train import batching, checkpoint, rewards, shared_prompt
+from mvp_core.train import batching, lifecycle, rewards, shared_prompt
 from mvp_core.train import distributed as D
 from mvp_core.train.config import GRPOConfig
-from mvp_core.train.data import PuzzleSet
-from mvp_core.train.heldout import HeldOut
+from mvp_core.train.lifecycle import Trainer
 from mvp_core.train.loss import entropy_from_logits, group_advantages, grpo_loss, selective_log_softmax
-from mvp_core.train.model_setup import optimizer_step
-from mvp_core.train.rundir import RunDir
+from mvp_core.train.model_setup import optimizer_step, reference_model
 from mvp_core.train.runlog import RunLogger, step_metrics
-from mvp_core.train.start import Trainer, build_trainer, heldout_for, log_setup, mark_running, open_run, start_point
+from mvp_core.model.rollout import scored_row
 from mvp_core.model.sampler import SamplerSettings, placeholder_token_ids, sample
 
 
-class StopFlag:
-    """SIGTERM / SIGINT set a flag; the loop finishes the step, saves and exits. A second SIGINT
-    interrupts at once."""
-
-    def __init__(self):
-        self.set = False
-        self._old = {}
-
-    def __enter__(self):
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            self._old[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        if self.set and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        self.set = True
-
-    def __exit__(self, *exc):
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-
-
 def train(cfg: GRPOConfig, resume: bool = False, on_step=None, policy=None) -> dict:
-    """Run (or resume) a training run; returns a summary. `on_step(step, metrics)` is called on
-    every process after each step (tests use it to interrupt a run at a given step); `policy`
-    is an in-memory (model, processor) to train instead of loading `cfg.model`."""
-    info = D.init_distributed()
-    try:
-        with StopFlag() as stop:
-            return _train(cfg, resume, on_step, info, stop, policy)
-    finally:
-        D.shutdown(info)
+    """Run (or resume) a GRPO run; returns {'state', 'step', 'metrics', 'run_dir'}. `on_step(step,
+    metrics)` is called on every process after each step; `policy` is an in-memory (model,
+    processor) to train instead of loading `cfg.model`."""
+    recipe = lifecycle.Recipe(kind="grpo", step=train_step, line=step_line, describe=describe,
+                              reference=reference_model, at_start=warn_off_policy)
+    return lifecycle.run(cfg, recipe, resume=resume, on_step=on_step, policy=policy)
 
 
-def _train(cfg: GRPOConfig, resume: bool, on_step, info: D.DistInfo, stop: StopFlag, policy) -> dict:
-    data = PuzzleSet.open(cfg)
-    heldout = heldout_for(cfg, info)         # a bad held-out file stops before the run directory is made
-    run = open_run(cfg, info, resume)
-    log = RunLogger(run, info)
-    start_step, ckpt = start_point(run, cfg, resume, log)
-    trainer = build_trainer(cfg, info, ckpt, policy, start_step, log)
-    # config.yaml and status only once the model loads: a bad model path leaves no run behind that
-    # a corrected rerun would refuse as "already holds a run"
-    mark_running(run, cfg, data, info, start_step)
-    log_setup(trainer, data, log)
-
-    step, metrics = start_step, {}
-    while step < cfg.max_steps:
-        metrics = train_step(trainer, data, step, log)          # rollout, reward, advantage, loss, step
-        step += 1
-        if on_step is not None:     # before the stop check: a signal during the step stops at this step
-            on_step(step, metrics)
-        stopping = D.any_rank(stop.set, info)
-        if heldout is not None and eval_due(cfg, step, stopping):
-            _evaluate(heldout, trainer, metrics)
-        log.metrics(step, metrics)
-        if checkpoint_due(cfg, step, stopping):
-            save(run, step, cfg, trainer.train_model, trainer.model, trainer.processor, trainer.optimizer,
-                 trainer.scheduler, info)
-            log.info(f"checkpoint step {step}")
-        if stopping:
-            log.info(f"stopped by signal after step {step}; resume with --resume")
-            return finish(run, info, "stopped", step, metrics)
-    summary = finish(run, info, "finished", step, metrics)
-    log.info(f"finished at step {step}")
-    return summary
+def describe(t: Trainer) -> str:
+    params = list(t.model.parameters())
+    return (f"model {t.cfg.model}: {sum(p.numel() for p in params) / 1e6:.2f}M params, "
+            f"{sum(p.numel() for p in params if p.requires_grad) / 1e6:.2f}M trainable, "
+            f"{t.info.world} process(es) on {t.info.device.type}, bf16={t.bf16}, {len(t.data)} puzzles")
 
 
-# ---- after each step ---------------------------------------------------------------------------
-
-def eval_due(cfg, step: int, stopping: bool) -> bool:
-    """Held-out answers after this step (GRPO and SFT): every eval_steps, at the end, and on a stop."""
-    every = cfg.eval_steps
-    return step == cfg.max_steps or stopping or (every > 0 and step % every == 0)
-
-
-def checkpoint_due(cfg, step: int, stopping: bool) -> bool:
-    """A checkpoint after this step (GRPO and SFT): every save_steps, at the end, and on a stop."""
-    return step % cfg.save_steps == 0 or step == cfg.max_steps or stopping
+def warn_off_policy(t: Trainer, log: RunLogger) -> None:
+    """One warning line when the sampler is not the policy the log-probs describe (sampler.py)."""
+    off = SamplerSettings.from_config(t.cfg).off_policy_settings()
+    if off:
+        log.info(f"warning: {', '.join(off)} make the sampler differ from the policy its log-probs describe "
+                 f"(metrics: sampler/non_policy = 1)")
 
 
-def _evaluate(heldout: HeldOut, t: Trainer, metrics: dict) -> None:
-    if t.info.is_main:
-        metrics.update(heldout.evaluate(D.unwrap(t.train_model), t.processor))
-    D.barrier(t.info)
+def step_line(m: dict) -> str:
+    line = (f"step {m['step']}: reward {m['reward']:.3f} (std {m['reward_std']:.3f}) "
+            f"len {m['completion_length']:.1f} kl {m['kl']:.4f} loss {m['loss']:.4f} "
+            f"grad {_num(m['grad_norm'])} lr {m['lr']:.2e} {m['step_s']:.2f}s")
+    if "eval_reward" in m:
+        line += f" | eval reward {m['eval_reward']:.3f} exact {m['eval_exact']:.3f} format {m['eval_format']:.3f}"
+    return line
 
 
-def finish(run: RunDir, info: D.DistInfo, state: str, step: int, metrics: dict) -> dict:
-    """The end state in status.json (rank 0) and the run's summary (GRPO and SFT)."""
-    if info.is_main:
-        run.write_status(state=state, step=step)
-    return {"state": state, "step": step, "metrics": metrics, "run_dir": str(run.path)}
+def _num(x) -> str:
+    return "non-finite" if x is None else f"{x:.3f}"
 
 
 # ---- one step ----------------------------------------------------------------------------------
 
-def train_step(t: Trainer, data: PuzzleSet, step: int, log: RunLogger) -> dict:
+def train_step(t: Trainer, step: int, log: RunLogger) -> dict:
     """The optimizer step that takes the run from `step` to `step + 1`; returns its metrics."""
     t0 = time.perf_counter()
+    data = t.data
     ctx = StepContext(t.cfg, t.info, t.train_model, t.model, t.ref, t.processor, t.eos_ids, t.pad_id, t.bf16)
     puzzles = data.puzzles_for_step(step, t.info.rank, t.info.world)
     out = run_step(ctx, puzzles, data)
@@ -141,8 +82,10 @@ def train_step(t: Trainer, data: PuzzleSet, step: int, log: RunLogger) -> dict:
     t_log = time.perf_counter()
     log.completions(step + 1, out["rows"], save=t.cfg.save_completions)
     ctx.timer["other"] += time.perf_counter() - t_log
-    return step_metrics(out, step + 1, t.info, grad_norm=gn, lr=float(lr),
-                        step_s=time.perf_counter() - t0, epoch=data.epoch_of(step + 1, t.info.world))
+    metrics = step_metrics(out, step + 1, t.info, grad_norm=gn, lr=float(lr),
+                           step_s=time.perf_counter() - t0, epoch=data.epoch_of(step + 1, t.info.world))
+    metrics["sampler/non_policy"] = 0.0 if SamplerSettings.from_config(t.cfg).is_exact_policy() else 1.0
+    return metrics
 
 
 class StepContext:
@@ -283,7 +226,9 @@ def generate(ctx: StepContext, seq_encs: list[dict]) -> list[torch.Tensor]:
             batch.pop("prompt_len")
         prompt_len = batch["input_ids"].shape[1]
         # the run's own sampler settings, never the checkpoint's generation_config (sampler.py)
-        out = sample(gen_model, batch, SamplerSettings.from_config(cfg), use_cache=True, pad_token_id=ctx.pad_id)
+        # and its stop tokens the one end-of-sequence rule (model_setup.end_ids), the token SFT targets end with
+        out = sample(gen_model, batch, SamplerSettings.from_config(cfg), use_cache=True, pad_token_id=ctx.pad_id,
+                     eos_token_id=sorted(ctx.eos_ids))
     return [batching.trim_completion(row[prompt_len:].cpu(), ctx.eos_ids) for row in out]
 
 
@@ -344,25 +289,12 @@ def clip_and_step(cfg: GRPOConfig, model, optimizer, scheduler, ctx: StepContext
     return gn
 
 
-def save(run: RunDir, step: int, cfg, train_model, model, processor, optimizer, scheduler, info) -> None:
-    full, optim_full = D.full_state_dict(train_model, optimizer, info, cfg.fsdp)
-    checkpoint.save_checkpoint(
-        run.checkpoint_dir(step), model=D.unwrap(model), processor=processor, optimizer=optimizer,
-        scheduler=scheduler, state={"step": step, "base_model": cfg.model, "lora": cfg.lora},
-        rank=info.rank, world=info.world, full_state=full, optim_state=optim_full,
-        barrier=lambda: D.barrier(info))
-    if info.is_main:
-        run.prune_checkpoints(cfg.save_total_limit)
-
-
 def completion_rows(puzzles, completions, texts, scores, adv, info, G, eos_ids) -> list[dict]:
-    rows = []
-    for i, (c, txt, s) in enumerate(zip(completions, texts, scores)):
-        rows.append({"rank": info.rank, "puzzle_id": puzzles[i // G]["id"], "sample": i % G, "completion": txt,
-                     "labels": s["labels"], "format": s["format"], "selection": s["selection"],
-                     "order": s["order"], "exact": s["exact"], "reward": s["reward"],
-                     "advantage": float(adv[i]), "length": int(batching.completion_mask_1d(c, eos_ids).sum())})
-    return rows
+    """The step's completions as rows of the one scored-completion schema (mvp_core/model/rollout.py),
+    `total` being the reward this run optimises, plus this process's rank (the step is added on write)."""
+    return [dict(scored_row(puzzles[i // G], i % G, txt, int(batching.completion_mask_1d(c, eos_ids).sum()), s,
+                            s["reward"], float(adv[i])), rank=info.rank)
+            for i, (c, txt, s) in enumerate(zip(completions, texts, scores))]
 
 
 def _comm(info: D.DistInfo) -> torch.device:

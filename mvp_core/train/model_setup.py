@@ -2,6 +2,7 @@
 vision tower, LoRA, gradient checkpointing, the frozen reference, AdamW and its schedule (transformers.get_scheduler)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -55,6 +56,31 @@ def load_model(cfg: GRPOConfig, device: torch.device, resume_from: Path | None =
     if not any(p.requires_grad for p in model.parameters()):
         raise UserError("no trainable parameters (check freeze_vision / lora settings)")
     return model, processor
+
+
+@dataclass(frozen=True)
+class EndTokens:
+    """The one end-of-sequence rule of SFT and GRPO. `target` ends every SFT target (the chat
+    template's end of turn, what the model learns to emit); `stop` is every id that ends a sampled
+    GRPO completion (the sampler stops there and the completion is trimmed there), and always holds
+    `target`, so a model taught by SFT to stop is stopped by GRPO; `pad` fills batches."""
+    target: int
+    stop: frozenset
+    pad: int
+
+
+def end_ids(model, processor) -> EndTokens:
+    """The end tokens of this model (EndTokens): the turn end `<|im_end|>` where the vocabulary has
+    it (Qwen chat models), else the tokenizer's eos; the stop set adds the tokenizer's eos and the
+    checkpoint's `generation_config.eos_token_id` (Qwen-VL Instruct ships both <|im_end|> and
+    <|endoftext|>)."""
+    tok = processor.tokenizer
+    target = tok.convert_tokens_to_ids("<|im_end|>") if "<|im_end|>" in tok.get_vocab() else tok.eos_token_id
+    gen_eos = model.generation_config.eos_token_id
+    gen_eos = list(gen_eos) if isinstance(gen_eos, (list, tuple)) else [gen_eos]
+    stop = frozenset(int(i) for i in {target, tok.eos_token_id, *gen_eos} if i is not None)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    return EndTokens(target=int(target), stop=stop, pad=int(pad if pad is not None else target))
 
 
 def find_visual(model):

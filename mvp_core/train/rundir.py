@@ -24,7 +24,7 @@ METRIC_FIELDS = (
     "frac_reward_zero_std", "completion_length", "clip_ratio/low", "clip_ratio/high", "clip_ratio/region",
     "kl", "entropy", "loss", "grad_norm", "lr", "step_s", "samples_per_s", "tokens_per_s",
     "time/generate_s", "time/score_s", "time/logprob_s", "time/backward_s", "time/optimizer_s", "time/other_s",
-    "epoch", "time",
+    "epoch", "time", "sampler/non_policy",
 )
 
 
@@ -84,11 +84,15 @@ class RunDir:
                 p.unlink()
 
     def write_completions(self, step: int, rows: list[dict]) -> None:
+        """completions/step_N.parquet: rows of the one scored-completion schema plus step and rank."""
         import pyarrow as pa
         import pyarrow.parquet as pq
+
+        from mvp_core.model.rollout import SCORED_COMPLETION, TRAINING_COLUMNS, arrow_schema
         if not rows:
             return
-        table = pa.Table.from_pylist(rows)
+        columns = SCORED_COMPLETION + TRAINING_COLUMNS
+        table = pa.Table.from_pylist([{k: r.get(k) for k, _ in columns} for r in rows], schema=arrow_schema(columns))
         with atomic_path(self.completions / f"step_{step:06d}.parquet") as tmp:
             pq.write_table(table, tmp)
 

@@ -15,8 +15,11 @@ from mvp_core.train.rundir import RunDir
 
 
 class RunLogger:
+    """Rank 0's log lines, metrics.jsonl, status and the trackers of `report_to` (tracking.py)."""
+
     def __init__(self, run: RunDir, info: D.DistInfo):
         self.run, self.dist = run, info
+        self.tracker = None          # tracking.Trackers, opened on rank 0 once the run is marked running
 
     def info(self, msg: str) -> None:
         if self.dist.is_main:
@@ -30,18 +33,20 @@ class RunLogger:
             flat = [dict(r, step=step) for part in allrows for r in part]
             self.run.write_completions(step, flat)
 
-    def metrics(self, step: int, m: dict) -> None:
+    def metrics(self, step: int, m: dict, line: str) -> None:
         if not self.dist.is_main:
             return
         self.run.append_metrics(m)
         self.run.write_status(state="running", step=step)
-        line = (f"step {step}: reward {m['reward']:.3f} (std {m['reward_std']:.3f}) "
-                f"len {m['completion_length']:.1f} kl {m['kl']:.4f} loss {m['loss']:.4f} "
-                f"grad {_num(m['grad_norm'])} lr {m['lr']:.2e} {m['step_s']:.2f}s")
-        if "eval_reward" in m:
-            line += f" | eval reward {m['eval_reward']:.3f} exact {m['eval_exact']:.3f} format {m['eval_format']:.3f}"
+        if self.tracker is not None:
+            self.tracker.log(step, m)
         print(line, flush=True)
         self.run.log(line)
+
+    def close(self) -> None:
+        if self.tracker is not None:
+            self.tracker.close()
+            self.tracker = None
 
 
 def logged_norm(grad_norm: float) -> float | None:
@@ -90,7 +95,3 @@ def step_metrics(out: dict, step: int, info: D.DistInfo, *, grad_norm: float, lr
         "time": time.time(),
     }
     return m
-
-
-def _num(x) -> str:
-    return "non-finite" if x is None else f"{x:.3f}"

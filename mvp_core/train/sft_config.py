@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from mvp_core.config import DocumentedConfig
-from mvp_core.train.config import set_hash_field, set_splits_field
+from mvp_core.train.config import ReportTo, report_to_field, set_hash_field, set_splits_field
 
 
 class SFTConfig(DocumentedConfig):
@@ -36,6 +36,7 @@ class SFTConfig(DocumentedConfig):
     max_steps: int = Field(100, ge=1, le=10_000_000, description="Optimizer steps to run.")
     save_steps: int = Field(50, ge=1, description="Save a checkpoint every this many steps (and at the end).")
     save_total_limit: int = Field(2, ge=0, description="Keep only the newest this many checkpoints; 0 = all.")
+    report_to: ReportTo = report_to_field()
     per_device_train_batch_size: int = Field(8, ge=1, le=4096, description="Puzzles per forward/backward "
                                                                            "micro-batch (TRL name).")
     gradient_accumulation_steps: int = Field(1, ge=1, le=4096, description="Micro-batches per optimizer step.")

@@ -2,7 +2,10 @@
 puzzle, shown side by side above) or `mvp eval` (one greedy answer per puzzle, the report with the
 shortcut baselines, shown below and on the Stats page) of any run's checkpoint on a set split, as a
 background job of the web app's job system (app/web/jobs.py: one job of each kind at a time,
-progress from its log, stop by the launcher or an admin, re-attached after a reload or a restart)."""
+progress from its log, stop by the launcher or an admin, re-attached after a reload or a restart).
+The Job choice is kept in the page's address (?job=eval), so a reload keeps it; a split the chosen
+run trained on is marked in the Split picker and launches only with "score a trained split" ticked
+(DESIGN.md section 7; `mvp eval` refuses it otherwise)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,6 +14,8 @@ import gradio as gr
 
 from app.web import jobs
 from app.web.common import WebContext, esc, form_number, guard, msg_html
+from db.runs.names import trainer_name
+from mvp_core.errors import UserError
 
 PAGE = "rollouts"
 KINDS = ("rollout", "eval")
@@ -60,6 +65,7 @@ class EvalControls:
     ckpt: gr.Dropdown
     set_dd: gr.Dropdown
     split: gr.Dropdown
+    allow: gr.Checkbox
     g: gr.Number
     mnt: gr.Number
     limit: gr.Number
@@ -81,6 +87,8 @@ def _layout() -> EvalControls:
             ckpt = gr.Dropdown(label="Checkpoint", choices=[], elem_id="ro-job-ckpt")
             set_dd = gr.Dropdown(label="Curated set", choices=[], elem_id="ro-job-set")
             split = gr.Dropdown(label="Split", choices=[], elem_id="ro-job-split")
+            allow = gr.Checkbox(label="score a split the run trained on (memory, not learning)", value=False,
+                                elem_id="ro-job-allow")
         with gr.Row():
             g = gr.Number(label="G (rollout)", value=8, precision=0, elem_id="ro-job-G")
             mnt = gr.Number(label="max new tokens", value=24, precision=0, elem_id="ro-job-mnt")
@@ -91,7 +99,7 @@ def _layout() -> EvalControls:
         status = gr.HTML(elem_id="ro-job-status")
         log = gr.HTML(elem_id="ro-job-log-box")
     timer = gr.Timer(1.0, active=False)
-    return EvalControls(kind, run, ckpt, set_dd, split, g, mnt, limit, launch, stop, msg, status, log, timer)
+    return EvalControls(kind, run, ckpt, set_dd, split, allow, g, mnt, limit, launch, stop, msg, status, log, timer)
 
 
 @dataclass
@@ -105,7 +113,8 @@ class EvalHandlers:
         return gr.Timer(active=alive)
 
     def load(self, request: gr.Request):
-        """[run, set, status, timer]: runs with a model, the newest set, the jobs."""
+        """[kind, run, set, status, timer]: the Job named in the address (?job=), runs with a model,
+        the newest set, the jobs."""
         with guard(self.ctx, request, PAGE):
             from db.runs.index import list_runs, sync_runs
             from db.sets.curated import list_sets
@@ -113,8 +122,11 @@ class EvalHandlers:
             with self.ctx.Session() as s:
                 runs = [r for r in list_runs(s) if r["model_path"]]
                 sets = [x["name"] for x in list_sets(s)]
-            choices = [(f"{r['id']} · {r['kind']} · {r['n_checkpoints']} checkpoints", r["id"]) for r in runs]
-            return [gr.update(choices=choices, value=choices[0][1] if choices else None),
+            choices = [(f"{r['id']} · {trainer_name(r['kind'])} · {r['n_checkpoints']} checkpoints", r["id"])
+                       for r in runs]
+            kind = request.query_params.get("job") if request is not None else None
+            return [gr.update(value=kind) if kind in KINDS else gr.skip(),
+                    gr.update(choices=choices, value=choices[0][1] if choices else None),
                     gr.update(choices=sets, value=sets[-1] if sets else None), jobs_html(self.ctx.data_dir),
                     self.ticking()]
 
@@ -131,23 +143,34 @@ class EvalHandlers:
                 mlen = (run.config or {}).get("max_completion_length") if run else None
             return gr.update(choices=cks, value=cks[-1][1]), (gr.update(value=int(mlen)) if mlen else gr.skip())
 
-    def on_set(self, set_name, request: gr.Request):
+    def on_set(self, run_id, set_name, request: gr.Request):
+        """The set's splits, each the run trained on marked; a held-out one chosen (test, else val)."""
         with guard(self.ctx, request, PAGE):
             from db.runs.rollout_views import set_splits
             if not set_name:
                 return gr.update(choices=[], value=None)
             with self.ctx.Session() as s:
                 splits = set_splits(s, set_name)
-            choices = [("whole set", "")] + [(x, x) for x in splits]
-            return gr.update(choices=choices, value="test" if "test" in splits else "")
+                trained = trained_splits(s, run_id, set_name)
+            choices = [("whole set (the trained split left out)" if trained else "whole set", "")] + [
+                (f"{x} · trained on: scores memory" if x in trained else x, x) for x in splits]
+            held = [x for x in ("test", "val") if x in splits and x not in trained]
+            return gr.update(choices=choices, value=held[0] if held else "")
 
-    def on_launch(self, k, run_id, ck, set_name, sp, g_v, mnt_v, lim, request: gr.Request):
+    def on_launch(self, k, run_id, ck, set_name, sp, allow, g_v, mnt_v, lim, request: gr.Request):
         with guard(self.ctx, request, PAGE):
+            with self.ctx.Session() as s:
+                trained = trained_splits(s, run_id, set_name)      # as `mvp eval` reads it, base included
+            if sp and sp in trained and not allow:
+                raise UserError(f"run {run_id} trained on split {sp} of set {set_name}: scoring it there measures "
+                                f"memory, not learning (choose another split, or tick \"score a split the run "
+                                f"trained on\")")
             job = jobs.launch_eval(self.ctx.data_dir, self.db_url, kind=k, run_id=run_id or "",
                                    checkpoint=ck or "", set_name=set_name or "", split=sp or "",
                                    user=request.username, num_generations=form_number("G", g_v, True, 8),
                                    max_new_tokens=form_number("max new tokens", mnt_v, True, 24),
-                                   limit=form_number("at most N puzzles", lim, True, 0) or None)
+                                   limit=form_number("at most N puzzles", lim, True, 0) or None,
+                                   allow_trained_split=bool(allow and sp in trained))
             return (msg_html(f"launched {k} of {job['label']} (pid {job['pid']})"), jobs_html(self.ctx.data_dir),
                     gr.Timer(active=True))
 
@@ -162,13 +185,30 @@ class EvalHandlers:
             return jobs_html(self.ctx.data_dir), jobs_log(self.ctx.data_dir, k or "rollout"), self.ticking()
 
 
+def trained_splits(s, run_id: str | None, set_name: str | None) -> list[str]:
+    """The splits of `set_name` the run trained on (its recorded set_splits; none for another set)."""
+    from db.models.runs import Run
+    run = s.get(Run, run_id) if run_id else None
+    cfg = (run.config or {}) if run is not None else {}
+    if not set_name or (cfg.get("set_name") or (run.set_name if run else None)) != set_name:
+        return []
+    return [str(x) for x in cfg.get("set_splits") or []]
+
+
+# the Job choice into the page's address, so that a reload (load's ?job=) keeps it
+KEEP_KIND_JS = ("(k) => { const u = new URL(window.location.href); u.searchParams.set('job', k); "
+                "window.history.replaceState(null, '', u); }")
+
+
 def build_eval_panel(ctx: WebContext, db_url: str) -> EvalPanel:
     """The panel's layout and events; the page wires `load` and `tick` (EvalPanel)."""
     c, h = _layout(), EvalHandlers(ctx, db_url)
     c.run.change(h.on_run, [c.run], [c.ckpt, c.mnt])
-    c.set_dd.change(h.on_set, [c.set_dd], [c.split])
-    c.launch.click(h.on_launch, [c.kind, c.run, c.ckpt, c.set_dd, c.split, c.g, c.mnt, c.limit],
+    c.set_dd.change(h.on_set, [c.run, c.set_dd], [c.split])
+    c.run.input(h.on_set, [c.run, c.set_dd], [c.split])
+    c.kind.input(None, [c.kind], None, js=KEEP_KIND_JS)
+    c.launch.click(h.on_launch, [c.kind, c.run, c.ckpt, c.set_dd, c.split, c.allow, c.g, c.mnt, c.limit],
                    [c.msg, c.status, c.timer], api_name="eval_launch")
     c.stop.click(h.on_stop, [c.kind], [c.msg, c.status], api_name="eval_stop")
-    return EvalPanel(load_outputs=[c.run, c.set_dd, c.status, c.timer], load=h.load, tick_inputs=[c.kind],
+    return EvalPanel(load_outputs=[c.kind, c.run, c.set_dd, c.status, c.timer], load=h.load, tick_inputs=[c.kind],
                      tick_outputs=[c.status, c.log, c.timer], tick=h.tick, timer=c.timer)

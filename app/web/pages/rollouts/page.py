@@ -28,17 +28,23 @@ PAGE = "rollouts"
 NONE = ""
 
 
-def _default_right(choices: list[tuple[str, str]], left: str | None) -> str:
-    """Another version of the left's run (its newest checkpoint), else nothing."""
+def _default_right(s, choices: list[tuple[str, str]], left: str | None) -> str:
+    """The model the left's run started from (its answers, rd.start_source), else the run's newest
+    other version, else nothing."""
+    keys = [k for _, k in choices]
+    start = rd.start_source(s, left, keys)
+    if start:
+        return start
     src = rd.parse_source(left)
-    same = [k for _, k in choices if src and k != left and rd.parse_source(k)[0] == src[0]]
-    return same[-1] if same else NONE
+    same = [k for k in keys if src and k != left and rd.parse_source(k)[0] == src[0]]
+    return same[0] if same else NONE
 
 
 @dataclass
 class Opening:
-    """What the page opens on: the newest version (left), its run's other one (right, NONE if
-    none), the first puzzle of its first video; with the pickers' choices as Gradio updates."""
+    """What the page opens on: the newest version (left), the model its run started from (right,
+    NONE if that has no answers), the first puzzle of its first video; with the pickers' choices as
+    Gradio updates."""
     choices: list[tuple[str, str]]
     left: str | None
     right: str
@@ -51,10 +57,11 @@ def opening(ctx: WebContext) -> Opening:
     """The page's default selection (its load event and the view API's default view)."""
     with ctx.Session() as s:
         choices = rd.sources(s)
-    lft = choices[0][1] if choices else None
+        lft = choices[0][1] if choices else None
+        rgt = _default_right(s, choices, lft)
     vids, vid = videos_for(ctx, lft)
     pzs, pid = puzzles_for(ctx, lft, vid)
-    return Opening(choices, lft, _default_right(choices, lft), vids, pzs, pid)
+    return Opening(choices, lft, rgt, vids, pzs, pid)
 
 
 def view(ctx: WebContext, left: str | None, right: str | None, pid: str | None) -> list:
@@ -99,14 +106,14 @@ def _warm_training_code() -> None:
     threading.Thread(target=importlib.import_module, args=("mvp_core.train.loss",), daemon=True).start()
 
 
-def right_for(choices: list[tuple[str, str]], left: str | None, right: str | None) -> str:
+def right_for(s, choices: list[tuple[str, str]], left: str | None, right: str | None) -> str:
     """The right-hand version once the left one changed: kept while it is a version of the left's
-    run, else that run's other version. (Keeping another run's version showed that run's answers
-    beside the new left whenever both runs had answered the same puzzle.)"""
+    run, else the model that run started from (`_default_right`). (Keeping another run's version
+    showed that run's answers beside the new left whenever both runs had answered the same puzzle.)"""
     src, other = rd.parse_source(left), rd.parse_source(right)
     if right and src and other and other[0] == src[0] and right != left:
         return right
-    return _default_right(choices, left)
+    return _default_right(s, choices, left)
 
 
 @dataclass
@@ -170,7 +177,7 @@ class RolloutsHandlers:
         """[right, video, puzzle] for a new left version."""
         with guard(self.ctx, request, PAGE):
             with self.ctx.Session() as s:
-                rgt = right_for(rd.sources(s), lft, rgt)
+                rgt = right_for(s, rd.sources(s), lft, rgt)
             vids, vid = videos_for(self.ctx, lft)
             pzs, _ = puzzles_for(self.ctx, lft, vid)
             return [gr.update(value=rgt), vids, pzs]
@@ -226,5 +233,12 @@ def build(ctx: WebContext) -> gr.Blocks:
         loaded = wire(demo, ui, RolloutsHandlers(ctx))
         loaded.then(panel.load, None, panel.load_outputs).then(eval_fill, None, eval_outputs)
         ui.refresh.click(eval_fill, None, eval_outputs)
-        panel.timer.tick(panel.tick, panel.tick_inputs, panel.tick_outputs, show_progress="hidden")
+
+        def tick(kind, request: gr.Request):
+            """The jobs' progress; on the last tick (no job left running) the stored evaluations
+            too, so a finished eval appears below without a reload."""
+            out = panel.tick(kind, request)
+            ended = not getattr(out[-1], "active", True)
+            return [*out, *(eval_fill(request) if ended else [gr.skip()] * len(eval_outputs))]
+        panel.timer.tick(tick, panel.tick_inputs, [*panel.tick_outputs, *eval_outputs], show_progress="hidden")
     return demo

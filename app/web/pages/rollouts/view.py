@@ -8,6 +8,7 @@ from app.web.common import esc
 from app.web.files import frame_url
 from app.web.pages.curate.view import filmstrip_html
 from db.runs import rollout_views as rd
+from db.runs.names import trainer_name
 from mvp_core.puzzle import Puzzle
 
 from mvp_core.reward import split_completion
@@ -121,5 +122,6 @@ def run_html(info: dict) -> str:
     warn = ""
     if any(w in model.lower() for w in ("tiny", "random")) or (info.get("config") or {}).get("random_weights"):
         warn = ' <b class="mvp-rej">(random-weight model: answers are noise, for demonstration)</b>'
-    return (f'<div class="mvp-cap">run <code>{esc(info["id"])}</code> · {esc(info["kind"])} · base model '
-            f'<code>{esc(model)}</code> · set {esc(info.get("set_name") or "-")}{warn}</div>')
+    return (f'<div class="mvp-cap">{esc(trainer_name(info["kind"]))} run <code>{esc(info["id"])}</code> · '
+            f'started from {esc(info.get("start") or "")} <code>{esc(info.get("base_model_path") or model)}</code>'
+            f' · set {esc(info.get("set_name") or "-")}{warn}</div>')

@@ -109,32 +109,40 @@ def by_group_html(evals: list[dict]) -> str:
 
 
 def chart_html(evals: list[dict], metric: str = "total", humans: dict[str, dict] | None = None) -> str:
-    """`metric` (total or exact) per checkpoint step for each run (base = step 0), baselines (the
-    latest split's curators, chance, shortcut solvers) dashed."""
-    series: dict[str, list[tuple[float, float]]] = {}
+    """`metric` (total or exact) per checkpoint step, one chart per run (a step of one run is not a
+    step of another: an SFT run's step 2 and a GRPO run's step 2 share no axis), a line per set split;
+    the baselines of the run's latest split (its curators, chance, the shortcut solvers) as labelled
+    reference levels. Wrapped in one element carrying the total point count."""
+    title = "Held-out reward per checkpoint" if metric == "total" else "Held-out exact match per checkpoint"
+    if not evals:
+        return line_chart({}, title=title, elem_id=f"eval-chart-{metric}", empty="no evaluations yet")
+    runs: dict[str, list[dict]] = {}
     for e in evals:
-        series.setdefault(f"{e['run_id']} ({_split_key(e)})", []).append(
-            (float(e["step"] or 0), float(e[metric])))
-    dashed = []
-    if evals:
+        runs.setdefault(e["run_id"], []).append(e)
+    charts, n = [], 0
+    for i, (run_id, group) in enumerate(runs.items()):
+        series: dict[str, list[tuple[float, float]]] = {}
+        for e in group:
+            series.setdefault(_split_key(e), []).append((float(e["step"] or 0), float(e[metric])))
+        n += sum(len(v) for v in series.values())
         steps = [x for pts in series.values() for x, _ in pts]
         lo, hi = min(steps), max(max(steps), min(steps) + 1)
-        rep = evals[-1]["report"]["groups"]["all"]
-        for name in evals[-1]["report"]["systems"]:
-            if name != "model":
-                series[f"shortcut {name}"] = [(lo, rep[name][metric]), (hi, rep[name][metric])]
-                dashed.append(f"shortcut {name}")
-        h = (humans or {}).get(_split_key(evals[-1]))
+        last = group[-1]
+        rep = last["report"]["groups"]["all"]
+        base = {}
+        h = (humans or {}).get(_split_key(last))
         if h and h["puzzles"]:
-            v = h["exact"] if metric == "exact" else h["reward"]
-            series["humans"] = [(lo, v), (hi, v)]
-            dashed.append("humans")
+            base["humans"] = h["exact"] if metric == "exact" else h["reward"]
         if metric == "exact":
-            series["chance"] = [(lo, rep["chance_exact"]), (hi, rep["chance_exact"])]
-            dashed.append("chance")
-    title = "Held-out reward per checkpoint" if metric == "total" else "Held-out exact match per checkpoint"
-    return line_chart(series, title=title, elem_id=f"eval-chart-{metric}", y_range=(0, 1),
-                      x_label="checkpoint step (0 = base)", dashed=tuple(dashed), empty="no evaluations yet")
+            base["chance"] = rep["chance_exact"]
+        for name in last["report"]["systems"]:
+            if name != "model":
+                base[f"shortcut {name}"] = rep[name][metric]
+        series.update({k: [(lo, v), (hi, v)] for k, v in base.items()})
+        charts.append(line_chart(series, title=f"{title} · run {run_id}", elem_id=f"eval-chart-{metric}-{i}",
+                                 y_range=(0, 1), x_label="checkpoint step (0 = start model)",
+                                 baselines=tuple(base)))
+    return f'<div class="mvp-chart-group" id="eval-chart-{metric}" data-points="{n}">{"".join(charts)}</div>'
 
 
 def build_eval_section(ctx: WebContext, page: str = PAGE) -> tuple[list, object]:

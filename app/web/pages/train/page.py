@@ -1,9 +1,11 @@
 """The training page (researchers and admins): SFT or GRPO (GRPO may start from an SFT checkpoint)
 on a curated set, a model picked from the local models the studio knows (checked before launch:
 a wrong path is one clear line and leaves no run folder), the reward function a visible choice
-(default: the real MVP reward, from configs/web.yaml), the main settings over a YAML config shown
-in full; then live charts of reward (and each term, and held-out eval reward when the trainer logs
-it), KL and step time, drawn in the same tab on a 1 s timer; the log follows its end; stop.
+(default: the real MVP reward, from configs/web.yaml), the splits it trains on and is evaluated on
+(app/web/pages/train/splits.py), the main settings over a YAML config shown in full; then live
+charts of reward (and each term, and held-out eval reward when the trainer logs it), KL and step
+time, drawn in the same tab on a 1 s timer, with a warning when the run has no learning signal
+(app/web/pages/train/signals.py); the log follows its end; stop.
 
 Runs outlive the page and the server: the page re-attaches to whatever DATA/train/active.json
 names (app/web/jobs.py) and shows that run's settings in the form. Past runs, their curves
@@ -17,6 +19,7 @@ import gradio as gr
 
 from app.web import jobs as train_jobs
 from app.web.common import WebContext, esc, filled, form_number, guard, msg_html, nav_html
+from app.web.pages.train import signals, splits as split_ui
 from app.web.svg_chart import line_chart
 from mvp_core.errors import UserError
 
@@ -61,11 +64,6 @@ def defaults(trainer: str = "grpo") -> dict:
 GRPO_ONLY = ("reward", "num_generations", "loss_type", "beta")
 
 
-def sft_available() -> bool:
-    import importlib.util
-    return importlib.util.find_spec("app.cli.sft") is not None
-
-
 def set_choices(ctx: WebContext) -> list[str]:
     from db.sets.curated import list_sets
     with ctx.Session() as s:
@@ -87,7 +85,8 @@ def job_settings(job: dict | None) -> dict | None:
     except UserError:
         return None
     return {**{k: cfg.get(k) for k in FORM_KEYS}, "model": cfg.get("model"), "set": job.get("set"),
-            "trainer": job.get("trainer", "grpo")}
+            "trainer": job.get("trainer", "grpo"), "train_splits": cfg.get("set_splits"),
+            "eval_split": cfg.get("eval_split") if cfg.get("eval_puzzles") else ""}
 
 
 def charts(rows: list[dict]) -> tuple[str, str, str]:
@@ -144,7 +143,8 @@ def snapshot(ctx: WebContext) -> list:
     job = train_jobs.active(ctx.data_dir)
     rows = read_metrics(job["run_dir"]) if job else []
     tail = train_jobs.log_tail(job["run_dir"]) if job else ""
-    return [status_html(job, rows), *charts(rows), metrics_table(rows), log_html(tail)]
+    # the no-signal warnings sit with the status line, where a user watching the run looks
+    return [status_html(job, rows) + signals.warnings_html(rows), *charts(rows), metrics_table(rows), log_html(tail)]
 
 
 INT_KEYS = ("max_steps", "save_steps", "num_generations", "max_completion_length")
@@ -171,6 +171,7 @@ class TrainForm:
     msg: gr.HTML
     live: list
     timer: gr.Timer
+    splits: split_ui.SplitControls
 
     @property
     def form(self) -> list:
@@ -180,7 +181,7 @@ class TrainForm:
 def _source_row() -> dict:
     """Trainer, curated set and model."""
     with gr.Row():
-        trainer = gr.Radio(label="Trainer", choices=[("GRPO", "grpo")] + ([("SFT", "sft")] if sft_available() else []),
+        trainer = gr.Radio(label="Trainer", choices=[("GRPO", "grpo"), ("SFT", "sft")],
                            value="grpo", elem_id="train-trainer", scale=1, interactive=False)
         set_dd = gr.Dropdown(label="Curated set", choices=[], elem_id="train-set", scale=2, interactive=False)
         model = gr.Dropdown(label="Model (local models and trained checkpoints; or type a path)", choices=[],
@@ -222,14 +223,16 @@ def _live_outputs() -> list:
 def build_form() -> TrainForm:
     gr.Markdown("## Training\nThe form's settings override the YAML below; the run is `mvp train` (GRPO) or "
                 "`mvp sft` in its own process, writing a run directory under DATA/runs/.")
-    fields = {**_source_row(), **_settings_row(defaults())}
+    fields = _source_row()
+    split_controls = split_ui.build()
+    fields.update(_settings_row(defaults()))
     with gr.Accordion("Full config (YAML, every key documented)", open=False):
         config = gr.Code(value=default_yaml(), language="yaml", interactive=False, elem_id="train-config")
     with gr.Row():
         launch_btn = gr.Button("Launch", variant="primary", elem_id="train-launch", interactive=False)
         stop_btn = gr.Button("Stop", variant="stop", elem_id="train-stop")
     msg = gr.HTML(elem_id="train-msg")
-    return TrainForm(fields, config, launch_btn, stop_btn, msg, _live_outputs(), gr.Timer(REFRESH_S))
+    return TrainForm(fields, config, launch_btn, stop_btn, msg, _live_outputs(), gr.Timer(REFRESH_S), split_controls)
 
 
 @dataclass
@@ -248,26 +251,46 @@ class TrainHandlers:
             pick = lambda k, dflt: cur.get(k) if cur.get(k) is not None else dflt
             tr = pick("trainer", "grpo")
             dd = defaults(tr)
-            vals = [filled(value=tr), filled(choices=sets, value=pick("set", sets[-1] if sets else None)),
+            set_name = pick("set", sets[-1] if sets else None)
+            vals = [filled(value=tr), filled(choices=sets, value=set_name),
                     filled(choices=models, value=pick("model", models[0][1] if models else None)),
                     *[filled(value=pick(k, dd[k]), visible=tr != "sft" or k not in GRPO_ONLY) for k in FORM_KEYS]]
+            sp = split_ui.for_set(split_ui.split_counts(self.ctx, set_name), cur.get("train_splits"),
+                                  cur.get("eval_split"), bool(cur.get("eval_split")) and
+                                  cur.get("eval_split") in (cur.get("train_splits") or []))
             return [*vals, filled(value=default_yaml() if tr != "sft" else sft_yaml()), filled(),
-                    *snapshot(self.ctx)]
+                    *snapshot(self.ctx), *sp]
 
     def refresh(self, request: gr.Request):
         with guard(self.ctx, request, PAGE):
             return snapshot(self.ctx)
 
+    def on_set(self, set_name, request: gr.Request):
+        """A new set: its splits, train only and the default eval split chosen."""
+        with guard(self.ctx, request, PAGE):
+            return split_ui.for_set(split_ui.split_counts(self.ctx, set_name))
+
+    def on_splits(self, set_name, train, evaluate, request: gr.Request):
+        with guard(self.ctx, request, PAGE):
+            return split_ui.note_html(split_ui.split_counts(self.ctx, set_name), list(train or []), evaluate or "")
+
     def launch(self, tr, set_name, model_path, reward, max_steps, save_steps, num_generations, learning_rate,
-               loss_type, beta, max_completion_length, yaml_text, request: gr.Request):
+               loss_type, beta, max_completion_length, yaml_text, train_splits, eval_split, allow_overlap,
+               request: gr.Request):
         with guard(self.ctx, request, PAGE):
             tr = tr or "grpo"
+            counts = split_ui.split_counts(self.ctx, set_name)
+            train_splits, eval_split = list(train_splits or []), eval_split or ""
+            split_ui.check(list(counts), train_splits, eval_split, bool(allow_overlap))
             overrides = launch_overrides(tr, dict(zip(FORM_KEYS, (
                 reward, max_steps, save_steps, num_generations, learning_rate, loss_type, beta,
                 max_completion_length))))
+            if counts:
+                overrides += split_ui.eval_overrides(self.ctx.Session, self.ctx.data_dir, set_name, eval_split)
             job = train_jobs.launch(self.ctx.data_dir, self.ctx.Session, set_name=set_name or "",
                                     model=(model_path or "").strip(), yaml_text=yaml_text or "",
-                                    overrides=overrides, user=request.username, trainer=tr)
+                                    overrides=overrides, user=request.username, trainer=tr,
+                                    train_splits=tuple(train_splits) if counts else split_ui.TRAIN_DEFAULT)
             return [msg_html(f"launched {Path(job['run_dir']).name} (pid {job['pid']})"), *snapshot(self.ctx)]
 
     def stop(self, request: gr.Request):
@@ -300,9 +323,13 @@ def build(ctx: WebContext) -> gr.Blocks:
             return nav_html(ctx, request.username, PAGE)
         page.load(nav_fn, None, nav)
         f.fields["trainer"].input(h.trainer, [f.fields["trainer"]], [*(f.fields[k] for k in FORM_KEYS), f.config])
-        page.load(h.load, None, [*f.form, f.config, f.launch, *f.live])
+        sp = [*f.splits.inputs, f.splits.note]
+        page.load(h.load, None, [*f.form, f.config, f.launch, *f.live, *sp])
+        f.fields["set"].input(h.on_set, [f.fields["set"]], sp)
+        for c in (f.splits.train, f.splits.evaluate):
+            c.input(h.on_splits, [f.fields["set"], f.splits.train, f.splits.evaluate], [f.splits.note])
         page.load(runs_ui.load, None, runs_ui.outputs)
         f.timer.tick(h.refresh, None, f.live, show_progress="hidden")
-        f.launch.click(h.launch, [*f.form, f.config], [f.msg, *f.live], api_name="train_launch")
+        f.launch.click(h.launch, [*f.form, f.config, *f.splits.inputs], [f.msg, *f.live], api_name="train_launch")
         f.stop.click(h.stop, None, [f.msg, *f.live], api_name="train_stop")
     return page

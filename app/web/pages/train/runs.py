@@ -9,6 +9,7 @@ from pathlib import Path
 import gradio as gr
 
 from app.web.common import WebContext, esc, guard
+from app.web.pages.train import signals
 from app.web.svg_chart import line_chart
 
 PAGE = "train"
@@ -23,9 +24,12 @@ class RunsSection:
 
 def past_runs(ctx: WebContext) -> list[dict]:
     from db.runs.index import TRAIN_KINDS, list_runs
+    from db.runs.names import start_name
     from mvp_core.train.rundir import read_metrics
     with ctx.Session() as s:
         runs = list_runs(s, TRAIN_KINDS)
+        for r in runs:
+            r["start"] = start_name(s, r["model_path"])
     for r in runs:
         r["metrics"] = read_metrics(r["dir"]) if r["dir"] and Path(r["dir"]).is_dir() else []
     return runs
@@ -42,11 +46,11 @@ def runs_table(runs: list[dict]) -> str:
         cells = [f'<code>{esc(r["id"])}</code>', esc(r["kind"]), esc(r["status"]), esc(r["set_name"] or "-"),
                  esc(r["config"].get("reward", "-")), str(last.get("step", 0)),
                  f'{last["reward"]:.3f}' if "reward" in last else "-", f"{ev[-1]:.3f}" if ev else "-",
-                 str(r["n_checkpoints"]), esc(Path(r["model_path"]).name)]
+                 str(r["n_checkpoints"]), esc(r["start"]), signals.badges_html(m)]
         rows.append(f'<tr data-run="{esc(r["id"])}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return (f'<table id="train-runs-table" class="mvp-table" data-runs="{len(runs)}"><tr><th>run</th><th>kind</th>'
             '<th>status</th><th>set</th><th>reward fn</th><th>step</th><th>last reward</th><th>held-out reward</th>'
-            f'<th>checkpoints</th><th>base model</th></tr>{"".join(rows)}</table>')
+            f'<th>checkpoints</th><th>started from</th><th>learning signal</th></tr>{"".join(rows)}</table>')
 
 
 def overlay_charts(runs: list[dict], picked: list[str]) -> tuple[str, str]:
@@ -73,11 +77,14 @@ def completions_html(run_dir: str | None, step: int | None) -> str:
     f = Path(run_dir) / "completions" / f"step_{int(step):06d}.parquet"
     if not f.is_file():
         return f'<p id="train-completions" data-rows="0">No completions file for step {int(step)}.</p>'
-    rows = sorted(pq.read_table(f).to_pylist(), key=lambda r: (r["puzzle_id"], r.get("sample", 0)))
-    terms = ("format", "selection", "order", "exact", "reward", "advantage")
+    # the one scored-completion schema (mvp_core/model/rollout.py); runs written before it said sample/labels/reward
+    rows = [dict(r, sample_index=r.get("sample_index", r.get("sample", 0)), total=r.get("total", r.get("reward")),
+                 chosen_labels=r.get("chosen_labels", r.get("labels")) or []) for r in pq.read_table(f).to_pylist()]
+    rows.sort(key=lambda r: (r["puzzle_id"], r["sample_index"]))
+    terms = ("format", "selection", "order", "exact", "total", "advantage")
     body = "".join(
-        f'<tr><td><code>{esc(r["puzzle_id"])}</code></td><td>{r.get("sample", "")}</td>'
-        f'<td class="mvp-think">{esc(r["completion"])}</td><td>{esc(", ".join(r.get("labels") or []))}</td>'
+        f'<tr><td><code>{esc(r["puzzle_id"])}</code></td><td>{r["sample_index"]}</td>'
+        f'<td class="mvp-think">{esc(r["completion"])}</td><td>{esc(", ".join(r["chosen_labels"]))}</td>'
         + "".join(f'<td>{float(r[t]):+.3f}</td>' if t == "advantage" else f'<td>{float(r[t]):.2f}</td>'
                   for t in terms if t in r) + "</tr>" for r in rows)
     head = "".join(f"<th>{t}</th>" for t in terms if t in rows[0]) if rows else ""

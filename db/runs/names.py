@@ -1,0 +1,63 @@
+"""How the pages name a model version: by what it is (issue 30, item 6). A checkpoint is "RUN · step N ·
+GRPO from START"; a run's starting model is "RUN · start: START", where START is the model the run
+began from: another run's checkpoint ("warm start SFT run R step N") or a model directory ("model
+NAME"). Never "base model": a GRPO run warm-started from an SFT checkpoint begins from a trained
+model. The one place this wording lives (the Rollouts pickers and panes, the eval panel's checkpoint
+picker and the Train page's model picker all use it)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from db.models.runs import Checkpoint, Run
+
+TRAINER = {"train": "GRPO", "sft": "SFT"}
+
+
+def trainer_name(kind: str | None) -> str:
+    """GRPO / SFT for the run kinds the index stores (db/runs/index.py), else the kind as stored."""
+    return TRAINER.get(str(kind or ""), str(kind or "run"))
+
+
+def _run_checkpoint_of(path: str) -> tuple[str, int] | None:
+    """(run directory name, step) when `path` is DATA/runs/RUN/checkpoints/step_N (mvp_core/train/rundir.py)."""
+    p = Path(path)
+    if p.parent.name == "checkpoints" and p.name.startswith("step_") and p.name[5:].isdigit():
+        return p.parent.parent.name, int(p.name[5:])
+    return None
+
+
+def start_name(s: Session, model_path: str | None) -> str:
+    """What a run started from: a known run's checkpoint, a checkpoint directory of a run not
+    indexed, or a model directory (by its name)."""
+    if not model_path:
+        return "unknown model"
+    row = s.execute(select(Run.id, Run.kind, Checkpoint.step).join(Checkpoint, Checkpoint.run_id == Run.id)
+                    .where(Checkpoint.path == model_path).limit(1)).first()
+    if row is not None:
+        return f"warm start {trainer_name(row[1])} run {row[0]} step {row[2]}"
+    ck = _run_checkpoint_of(model_path)
+    if ck is not None:       # the path spelled otherwise (relative, a link): the run by its directory
+        run_dir = Path(model_path).resolve().parent.parent
+        run = s.execute(select(Run.id, Run.kind).where(Run.dir.in_((str(run_dir), str(Path(model_path).parent.parent))))
+                        .limit(1)).first()
+        return f"warm start {trainer_name(run[1])} run {run[0]} step {ck[1]}" if run else \
+            f"warm start run {ck[0]} step {ck[1]}"
+    return f"model {Path(model_path).name or model_path}"
+
+
+def checkpoint_label(run_id: str, kind: str | None, step: int | None, start: str) -> str:
+    """A checkpoint (step given) or the run's start model (step None), named by what it is."""
+    if step is None:
+        return f"{run_id} · start: {start}"
+    return f"{run_id} · step {step} · {trainer_name(kind)} from {start}"
+
+
+def version_label(s: Session, run_id: str, step: int | None) -> str:
+    """`checkpoint_label` read from the store (the run's kind and start model)."""
+    run = s.get(Run, run_id)
+    if run is None:
+        return f"{run_id} · {'start model' if step is None else f'step {step}'}"
+    return checkpoint_label(run_id, run.kind, step, start_name(s, run.model_path))
