@@ -8,6 +8,7 @@ the training advantage; the eval results on the Rollouts and Stats pages."""
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -18,7 +19,7 @@ SET = "e2e-set"
 G = 8
 
 
-def pick(page, elem_id: str, text: str) -> None:
+def pick(page, elem_id: str, text: "str | re.Pattern") -> None:
     page.click(f"#{elem_id} input")
     page.locator("li[role=option]", has_text=text).first.click()
 
@@ -143,7 +144,7 @@ def trained(studio, browser, frozen) -> str:
         page.wait_for_selector("#train-state", timeout=60000)
         assert page.locator("#train-reward").is_hidden()          # the form shows the SFT run's settings
         sft_id = sft["run_dir"].rsplit("/", 1)[-1]
-        job = launch_training(page, studio, "grpo", f"{sft_id} · sft · step 2", 2)
+        job = launch_training(page, studio, "grpo", f"{sft_id} · step 2 · SFT from", 2)
         assert job["model"].endswith("checkpoints/step_000002")
         assert page.locator("#train-reward-chart circle[data-series=reward]").count() == 2
         assert page.locator("#train-reward-chart circle[data-series=exact]").count() == 2
@@ -180,8 +181,9 @@ def evaluated(studio, browser, trained) -> str:
         pick(page, "ro-job-run", run_id)
         # one job of each kind at a time: the rollouts of both versions one after the other, the
         # trained checkpoint's eval (with the baselines) beside the first
-        for ck_label, kinds in (("step 2", ("rollout", "eval")), ("base model", ("rollout",))):
-            pick(page, "ro-job-ckpt", ck_label)
+        # (the start model's label names the SFT checkpoint, "start: warm start SFT run R step 2": match whole labels)
+        for ck_label, kinds in (("step 2", ("rollout", "eval")), ("start:", ("rollout",))):
+            pick(page, "ro-job-ckpt", re.compile(r"^\W*step 2\s*$") if ck_label == "step 2" else ck_label)
             for kind in kinds:
                 launch_job(page, kind)
             for kind in kinds:
@@ -191,8 +193,11 @@ def evaluated(studio, browser, trained) -> str:
                     page.inner_text("#ro-jobs")
             phase(f"jobs {ck_label}")
         page.click("#ro-refresh")
-        page.wait_for_selector(f"#ro-left .mvp-rollouts h4:has-text('{run_id} · base model')", timeout=120000)
-        page.wait_for_selector(f"#ro-right .mvp-rollouts h4:has-text('{run_id} · step 2')", timeout=30000)
+        # the newest checkpoint on the left, the model its run started from (the SFT checkpoint) on the right
+        page.wait_for_selector(f"#ro-left .mvp-rollouts h4:has-text('{run_id} · step 2 · GRPO from warm start SFT run')",
+                               timeout=120000)
+        page.wait_for_selector(f"#ro-right .mvp-rollouts h4:has-text('{run_id} · start: warm start SFT run')",
+                               timeout=30000)
         left, right = page.locator("#ro-left .mvp-answer-row"), page.locator("#ro-right .mvp-answer-row")
         assert left.count() == G and right.count() == G
         pid = page.locator("#ro-puzzle-view").get_attribute("data-puzzle-id")
@@ -204,7 +209,8 @@ def evaluated(studio, browser, trained) -> str:
         page.wait_for_selector("#eval-results tr[data-eval]", timeout=30000)
         assert page.locator("#eval-results tr[data-eval]").count() == 1
         assert page.locator("#eval-results .mvp-baseline").count() >= 2
-        assert int(page.locator("#eval-chart-total").get_attribute("data-points")) >= 2
+        assert int(page.locator("#eval-chart-total").get_attribute("data-points")) == 1     # the one eval
+        assert page.locator("#eval-chart-total [data-baseline-label]").count() >= 2        # labelled baselines
         shot(page, "e2e-rollouts")
         phase("compared")
     finally:

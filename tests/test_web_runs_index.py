@@ -84,7 +84,8 @@ def test_rollout_and_eval_store_under_the_runs_checkpoints(capsys, trained, one_
     sync_runs(Session, data)
     with Session() as s:
         assert [c.step for c in s.scalars(select(Checkpoint))] == [2]
-        assert [lab for lab, _ in checkpoint_choices(s, "tiny-run")] == ["base model", "step 2 (deleted)"]
+        labels = [lab for lab, _ in checkpoint_choices(s, "tiny-run")]
+        assert labels[0].startswith("start: model ") and labels[1:] == ["step 2 (deleted)"]
     rc, _, err = mvp(capsys, "rollout", "--run", "tiny-run", "--checkpoint", "2", *common)
     assert rc == 2 and "was deleted from disk" in err
     assert json.loads((run_dir / "status.json").read_text())["state"] == "finished"
