@@ -93,12 +93,32 @@ def gradio_event(c: httpx.Client, page: str, session_hash: str, fn_index: int, d
     r = c.post(f"/{page}/gradio_api/queue/join", content=body, headers={"Content-Type": "application/json"})
     assert r.status_code == 200, (r.status_code, r.text[:300])
     event_id = r.json()["event_id"]
+    import html
+    import re
+    refused = None      # a refusal is one line, outputs kept (app.web.common.keep_state): in the page's
+    #                     message box (marked data-refused) or, without one, a notice; reported as a failure
+
+    def strings(x):
+        if isinstance(x, str):
+            yield x
+        elif isinstance(x, (list, tuple)):
+            for y in x:
+                yield from strings(y)
+        elif isinstance(x, dict):
+            for y in x.values():
+                yield from strings(y)
     with c.stream("GET", f"/{page}/gradio_api/queue/data", params={"session_hash": session_hash}) as resp:
         for line in resp.iter_lines():
             if not line.startswith("data:"):
                 continue
             msg = json.loads(line[5:])
+            if msg.get("msg") == "log" and msg.get("level") == "warning" and msg.get("event_id") == event_id:
+                refused = msg.get("log")
             if msg.get("msg") == "process_completed" and msg.get("event_id") == event_id:
+                boxes = [html.unescape(m) for v in strings((msg.get("output") or {}).get("data"))
+                         for m in re.findall(r"<div [^>]*data-refused>([^<]*)</div>", v)]
+                if msg.get("success") and (boxes or refused):
+                    return False, {"error": boxes[0] if boxes else refused}
                 return bool(msg.get("success")), msg.get("output")
     raise AssertionError(f"event {fn_index} of {page} did not complete")
 

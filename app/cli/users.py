@@ -1,5 +1,6 @@
-"""`mvp users add|list|passwd|role|unlock`: accounts for the web app. Names and passwords are checked by
-`db.users.accounts` (the one validation every path uses); a password or role change ends the user's sessions."""
+"""`mvp users add|list|passwd|role|unlock|disable|enable|delete`: accounts for the web app. Names and
+passwords are checked by `db.users.accounts` (the one validation every path uses); a password or role
+change, disabling or deleting ends the user's sessions."""
 from __future__ import annotations
 
 import getpass
@@ -35,6 +36,13 @@ def register(sub) -> None:
     q.add_argument("name")
     add_db_args(q)
     q.set_defaults(func=_unlock)
+    for cmd, text in (("disable", "disable an account: no login, their web sessions end at once (work is kept)"),
+                      ("enable", "enable a disabled account again"),
+                      ("delete", "delete an account that has no stored work (else: disable it)")):
+        q = usub.add_parser(cmd, help=text)
+        q.add_argument("name")
+        add_db_args(q)
+        q.set_defaults(func=_delete if cmd == "delete" else _disable)
 
 
 def _add(args) -> int:
@@ -53,7 +61,7 @@ def _list(args) -> int:
     from db.users.accounts import list_users
     with open_db(args.db, args.data)() as s:
         for u in list_users(s):
-            print(f"{u['name']}\t{u['role']}\t{u['created_at']:%Y-%m-%d}")
+            print(f"{u['name']}\t{u['role']}\t{u['created_at']:%Y-%m-%d}" + ("\tdisabled" if u["disabled"] else ""))
     return 0
 
 
@@ -89,4 +97,26 @@ def _unlock(args) -> int:
         n = unlock(s, args.name)
         s.commit()
     print(f"{args.name} unlocked ({n} failed login{'s' if n != 1 else ''} forgotten)")
+    return 0
+
+
+def _disable(args) -> int:
+    from db.engine import open_db
+    from db.users.accounts import set_disabled
+    off = args.users_command == "disable"
+    with open_db(args.db, args.data)() as s:
+        changed = set_disabled(s, args.name, off)
+        s.commit()
+    state = "disabled (their web sessions are ended)" if off else "enabled"
+    print(f"{args.name} is {'now' if changed else 'already'} {state}")
+    return 0
+
+
+def _delete(args) -> int:
+    from db.engine import open_db
+    from db.users.accounts import delete_user
+    with open_db(args.db, args.data)() as s:
+        delete_user(s, args.name)
+        s.commit()
+    print(f"deleted {args.name}")
     return 0

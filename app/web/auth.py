@@ -110,7 +110,8 @@ class Auth:
         return self.identity(name)[1]
 
     def identity(self, name: str | None) -> tuple[str | None, int | None]:
-        """(role, user id) of a user name, from the database (cached briefly); (None, None) if unknown."""
+        """(role, user id) of a user name, from the database (cached briefly); (None, None) if unknown
+        or disabled."""
         if not name:
             return None, None
         now = time.monotonic()
@@ -120,7 +121,7 @@ class Auth:
         from db.users.accounts import get_user
         with self._Read() as s:
             u = get_user(s, name)
-            role, uid = (u.role, u.id) if u is not None else (None, None)
+            role, uid = (u.role, u.id) if u is not None and not u.disabled else (None, None)
         with self._lock:
             self._roles[name] = (role, uid, now)
         return role, uid

@@ -75,9 +75,9 @@ class Refused(gr.Error):
     `keep_state` turns it into that line in the page's message box (or a notice) and leaves every
     other output as it was; a handler outside `keep_state` still shows it as Gradio's error."""
 
-    def __init__(self, message: str, page: str = ""):
+    def __init__(self, message: str, page: str = "", logged: bool = False):
         super().__init__(message, print_exception=False)
-        self.page = page
+        self.page, self.logged = page, logged
 
 
 @contextlib.contextmanager
@@ -99,7 +99,7 @@ def guard(ctx: WebContext, request: gr.Request | None, page: str):
         if line is None:
             raise
         log.error("/%s: %s", page, line)
-        raise Refused(line, page) from None
+        raise Refused(line, page, logged=True) from None
 
 
 # Loaded on every page (static/session.js): an answer 401 (the session ended) takes the tab to the
@@ -129,7 +129,8 @@ def _refusal_as_line(handler, outputs: list):
         try:
             return handler(*args, **kwargs)
         except Refused as e:
-            log.warning("refused on /%s: %s", e.page or "?", e.message)
+            if not e.logged:
+                log.warning("refused on /%s: %s", e.page or "?", e.message)
             values = [msg_html(e.message, "error", refused=True) if _is_msg_box(o) else gr.skip() for o in outputs]
             if not any(_is_msg_box(o) for o in outputs):
                 gr.Warning(e.message)

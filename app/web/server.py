@@ -211,10 +211,12 @@ def _add_page_apis(app: FastAPI, ctx: WebContext, builders: dict) -> None:
 def _mount_pages(app: FastAPI, ctx: WebContext, builders: dict) -> None:
     """One Gradio Blocks per page at /<page>, open only to the roles that may use the page."""
     for page, build in builders.items():
-        blocks = build(ctx)
+        from app.web.common import SESSION_SCRIPT, keep_state
+        blocks = keep_state(build(ctx))     # a user error: one line, every component kept as it was
         blocks.queue(default_concurrency_limit=8)
         blocks.delete_cache = GRADIO_DELETE_CACHE
-        gr.mount_gradio_app(app, blocks, path=f"/{page}", auth_dependency=_page_user(page), head=_head(BY_PATH[page]),
+        gr.mount_gradio_app(app, blocks, path=f"/{page}", auth_dependency=_page_user(page),
+                            head=SESSION_SCRIPT + _head(BY_PATH[page]),
                             footer_links=[], ssr_mode=False, show_error=True, max_file_size=GRADIO_MAX_FILE,
                             blocked_paths=[str(ctx.data_dir)], enable_monitoring=False)
 

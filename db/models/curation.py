@@ -10,6 +10,7 @@ from datetime import datetime
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     CheckConstraint,
     DateTime,
     Float,
@@ -19,6 +20,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -38,6 +40,9 @@ class User(Base):
     role: Mapped[str] = mapped_column(String(16))          # curator | researcher | admin
     password_hash: Mapped[str] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # A disabled account keeps its name and its work (verdicts stay attributed) but cannot log in,
+    # and its sessions end at once (db.users.accounts.set_disabled).
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     __table_args__ = (CheckConstraint("role IN ('curator','researcher','admin')", name="ck_users_role"),)
 
 

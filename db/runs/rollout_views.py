@@ -164,19 +164,41 @@ def record_seen(s: Session, key: str, puzzle_id: str) -> dict | None:
 
 def group(s: Session, key: str, puzzle_id: str) -> list[dict]:
     """The answers, in sample order, with each reward term and the advantage: the stored one (the
-    trainer's formula, written by `mvp rollout`), else the one training computes for this group
-    (`group_advantage_list`), marked."""
-    from mvp_core.train.loss import group_advantage_list  # torch: imported when a page asks
+    trainer's formula, written by `mvp rollout` or the trainer), else the one the run's own config
+    computes for this group (`group_advantages` with the run's `scale_rewards`), marked. Each answer
+    carries `advantage_rule`, the rule its advantage follows (the page's caption says it)."""
+    from mvp_core.train.loss import group_advantages  # torch: imported when a page asks
     src = parse_source(key)
     if src is None:
         return []
     rows = s.scalars(select(Rollout).where(*_where(src), Rollout.puzzle_id == puzzle_id)
                      .order_by(Rollout.sample_index)).all()
-    computed_adv = group_advantage_list([r.total for r in rows])
+    if not rows:
+        return []
+    run = s.get(Run, src[0])
+    rule = str((run.config or {}).get("scale_rewards", "group")) if run is not None else "group"
+    if rule not in ("group", "batch", "none"):
+        rule = "group"
+    # "batch" divides by the std of the whole training batch, which one stored group cannot show: the
+    # computed value then uses this group's std, and the rule says so
+    computed = group_advantages(torch_tensor([r.total for r in rows]), len(rows),
+                                "group" if rule == "batch" else rule).advantages.tolist()
     return [{"sample": r.sample_index, "completion": r.completion, "chosen": list(r.chosen_labels or []),
              "format": r.format, "selection": r.selection, "order": r.order, "exact": r.exact,
              "total": r.total, "advantage": a if r.advantage is None else r.advantage,
-             "advantage_computed": r.advantage is None} for r, a in zip(rows, computed_adv)]
+             "advantage_computed": r.advantage is None, "advantage_rule": rule} for r, a in zip(rows, computed)]
+
+
+def torch_tensor(values: list[float]):
+    import torch
+    return torch.tensor(values, dtype=torch.float64)
+
+
+ADVANTAGE_RULES = {
+    "group": "(r - group mean) / (group std + 1e-4): the trainer's formula with this run's scale_rewards",
+    "none": "r - group mean: the trainer's formula with this run's scale_rewards (none)",
+    "batch": "(r - group mean) / (batch std + 1e-4) in training; * computed here with this group's std",
+}
 
 
 def fooled(record: dict, answers: list[dict]) -> list[dict]:

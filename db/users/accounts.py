@@ -3,7 +3,7 @@
 The one validation of user names and passwords lives here (`check_name`, `check_password`); every path
 that creates a user or changes a password or role goes through `add_user` / `set_password` /
 `set_role` (the `mvp users` CLI, the admin page, `mvp demo`), and a password or role change revokes
-the user's web sessions. `authenticate` costs one argon2 hash whether or not the user exists, so the
+the user's web sessions, as disabling (`set_disabled`) or deleting (`delete_user`) an account does. `authenticate` costs one argon2 hash whether or not the user exists, so the
 answer time does not tell which names exist (docs/web.md, "Sessions and login")."""
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ import unicodedata
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from db.models.auth import WebSession
-from db.models.curation import ROLES, User
+from db.models.curation import ROLES, CuratedSet, Lease, OptionVerdict, PuzzleVerdict, User, VerdictEvent
+from db.models.human import HumanAnswer
 from db.txn import run_txn
 from mvp_core.errors import UserError
 
@@ -101,14 +102,14 @@ def authenticate(session: Session, name: str, password: str) -> tuple[int, str] 
     The argon2 check runs with no transaction open: on SQLite every transaction holds the write lock
     (BEGIN IMMEDIATE), and a hash inside one made 20 simultaneous logins queue behind each other's
     hashes, long enough under load for a login, or a curator's verdict, to pass the busy timeout."""
-    row = session.execute(select(User.id, User.name, User.password_hash).where(User.name == name)).first() \
-        if name else None
+    row = session.execute(select(User.id, User.name, User.password_hash, User.disabled)
+                          .where(User.name == name)).first() if name else None
     session.rollback()                       # end the read before the slow hash
     try:
         _hasher.verify(row.password_hash if row is not None else _DUMMY_HASH, password)
     except (VerificationError, InvalidHashError):
         return None
-    if row is None:
+    if row is None or row.disabled:
         return None
     if _hasher.check_needs_rehash(row.password_hash):   # parameters got stronger since
         new = hash_password(password)
@@ -139,6 +140,49 @@ def set_role(session: Session, name: str, role: str) -> None:
         revoke_sessions(session, user.id)
 
 
+def _other_enabled_admins(session: Session, user: User) -> int:
+    return session.scalar(select(func.count()).select_from(User).where(
+        User.role == "admin", User.disabled.is_(False), User.id != user.id)) or 0
+
+
+def set_disabled(session: Session, name: str, disabled: bool) -> bool:
+    """Disable (no login; every session ends at once) or enable an account. Its work stays, attributed.
+    The last enabled admin cannot be disabled (nobody could manage users any more). Returns whether
+    anything changed. The caller commits."""
+    user = _existing(session, name)
+    if disabled and user.role == "admin" and not user.disabled and not _other_enabled_admins(session, user):
+        raise UserError(f"{user.name} is the only enabled admin; make another admin first")
+    changed = user.disabled != disabled
+    user.disabled = disabled
+    if disabled:
+        revoke_sessions(session, user.id)
+    return changed
+
+
+# The tables whose rows are a user's work: an account with any of them is disabled, never deleted.
+_WORK = (("verdicts", PuzzleVerdict.user_id), ("distractor verdicts", OptionVerdict.user_id),
+         ("verdict history entries", VerdictEvent.user_id), ("blind answers", HumanAnswer.user_id),
+         ("curated sets", CuratedSet.created_by))
+
+
+def delete_user(session: Session, name: str) -> None:
+    """Delete an account that has no stored work (its sessions and leases go with it). An account with
+    verdicts, answers or sets is refused with one line: disable it instead, so nothing stored is lost
+    or left pointing at nobody. The last enabled admin cannot be deleted. The caller commits."""
+    user = _existing(session, name)
+    if user.role == "admin" and not user.disabled and not _other_enabled_admins(session, user):
+        raise UserError(f"{user.name} is the only enabled admin; make another admin first")
+    work = [(what, n) for what, col in _WORK
+            if (n := session.scalar(select(func.count()).where(col == user.id)) or 0)]
+    if work:
+        shown = ", ".join(f"{n} {what}" for what, n in work)
+        raise UserError(f"{user.name} has stored work ({shown}); disable the account instead")
+    revoke_sessions(session, user.id)
+    session.execute(delete(Lease).where(Lease.user_id == user.id))
+    session.delete(user)
+    session.flush()
+
+
 def list_users(session: Session) -> list[dict]:
-    return [{"id": u.id, "name": u.name, "role": u.role, "created_at": u.created_at}
+    return [{"id": u.id, "name": u.name, "role": u.role, "created_at": u.created_at, "disabled": u.disabled}
             for u in session.scalars(select(User).order_by(User.name))]

@@ -58,12 +58,14 @@ def create_session(session: Session, user_id: int, ttl_s: float) -> str:
 
 
 def session_user(session: Session, token: str | None) -> SessionUser | None:
-    """The user a live session token belongs to, else None (unknown, revoked or expired)."""
+    """The user a live session token belongs to, else None (unknown, revoked, expired, or the account
+    disabled: disabling also deletes the sessions; this is the second line)."""
     if not token or len(token) > 200:
         return None
     row = session.execute(
         select(WebSession.expires_at, User.id, User.name, User.role)
-        .join(User, User.id == WebSession.user_id).where(WebSession.token_hash == token_hash(token))).first()
+        .join(User, User.id == WebSession.user_id)
+        .where(WebSession.token_hash == token_hash(token), User.disabled.is_(False))).first()
     if row is None or _aware(row.expires_at) <= utcnow():
         return None
     return SessionUser(row.id, row.name, row.role)

@@ -1,11 +1,14 @@
-"""The admin page: list users, add one (with a role and a password), change a role, reset a password.
-Admins only: the page is refused at the HTTP layer for other roles and every handler re-checks."""
+"""The admin page: list users, add one (with a role and a password), change a role, reset a password,
+disable / enable / delete an account (sessions end at once) and unlock a name locked by failed logins.
+Admins only: the page is refused at the HTTP layer for other roles and every handler re-checks.
+A bad input is one line in the message box and nothing else changes (app.web.common.keep_state)."""
 from __future__ import annotations
 
 import gradio as gr
 
 from app.web.common import WebContext, filled, guard, msg_html, nav_html
 from db.models.curation import ROLES
+from mvp_core.errors import UserError
 
 PAGE = "admin"
 
@@ -13,7 +16,8 @@ PAGE = "admin"
 def users_table(ctx: WebContext) -> list[list]:
     from db.users.accounts import list_users
     with ctx.Session() as s:
-        return [[u["name"], u["role"], str(u["created_at"])[:19]] for u in list_users(s)]
+        return [[u["name"], u["role"], "disabled" if u["disabled"] else "active", str(u["created_at"])[:19]]
+                for u in list_users(s)]
 
 
 def add_user(ctx: WebContext, name: str, role: str, password: str) -> tuple[str, str]:
@@ -46,11 +50,49 @@ def reset_password(ctx: WebContext, name: str, password: str) -> str:
     return f"password of {name} changed"
 
 
+def set_disabled(ctx: WebContext, caller: str, name: str, disabled: bool) -> str:
+    """Disable (sessions end at once) or enable an account; an admin cannot disable themselves."""
+    from db.users.accounts import set_disabled as db_set
+    if disabled and (name or "").strip() == caller:
+        raise UserError("you cannot disable your own account")
+    with ctx.Session() as s:
+        changed = db_set(s, name, disabled)
+        s.commit()
+    ctx.auth.forget_role(name)
+    state = "disabled (their sessions are ended)" if disabled else "enabled"
+    return f"{name} is {'now' if changed else 'already'} {state}"
+
+
+def delete_user(ctx: WebContext, caller: str, name: str) -> str:
+    """Delete an account with no stored work (db.users.accounts.delete_user says why not otherwise)."""
+    from db.users.accounts import delete_user as db_delete
+    if (name or "").strip() == caller:
+        raise UserError("you cannot delete your own account")
+    with ctx.Session() as s:
+        db_delete(s, name)
+        s.commit()
+    ctx.auth.forget_role(name)
+    return f"deleted {name}"
+
+
+def unlock(ctx: WebContext, name: str) -> str:
+    """Forget the failed logins counted against a name (as `mvp users unlock`)."""
+    from db.users.accounts import check_name, get_user
+    from db.users.sessions import unlock as db_unlock
+    with ctx.Session() as s:
+        if get_user(s, check_name(name)) is None:
+            raise UserError(f"no user named {name!r}")
+        n = db_unlock(s, name)
+        s.commit()
+    return f"{name} unlocked ({n} failed login{'s' if n != 1 else ''} forgotten)"
+
+
 def build(ctx: WebContext) -> gr.Blocks:
     with gr.Blocks(title="MVP Studio · Admin") as demo:
         nav = gr.HTML()
         gr.Markdown("## Users")
-        table = gr.Dataframe(headers=["name", "role", "created"], interactive=False, elem_id="admin-users")
+        table = gr.Dataframe(headers=["name", "role", "status", "created"], interactive=False,
+                             elem_id="admin-users")
         msg = gr.HTML(elem_id="admin-msg")
         with gr.Row():
             name = gr.Textbox(label="User name", elem_id="admin-name")
@@ -60,6 +102,11 @@ def build(ctx: WebContext) -> gr.Blocks:
             b_add = gr.Button("Add user", variant="primary", elem_id="admin-add")
             b_role = gr.Button("Set role", elem_id="admin-set-role")
             b_pw = gr.Button("Set password", elem_id="admin-set-password")
+        with gr.Row():
+            b_disable = gr.Button("Disable", elem_id="admin-disable")
+            b_enable = gr.Button("Enable", elem_id="admin-enable")
+            b_unlock = gr.Button("Unlock", elem_id="admin-unlock")
+            b_delete = gr.Button("Delete", variant="stop", elem_id="admin-delete")
 
         def on_load(request: gr.Request):
             with guard(ctx, request, PAGE):
@@ -81,6 +128,26 @@ def build(ctx: WebContext) -> gr.Blocks:
             with guard(ctx, request, PAGE):
                 return msg_html(reset_password(ctx, n, pw)), ""   # msg_html escapes (once)
         b_pw.click(on_pw, [name, password], [msg, password], api_name="set_password")
+
+        def on_disable(n, request: gr.Request):
+            with guard(ctx, request, PAGE):
+                return msg_html(set_disabled(ctx, request.username, n, True)), users_table(ctx)
+        b_disable.click(on_disable, [name], [msg, table], api_name="disable_user")
+
+        def on_enable(n, request: gr.Request):
+            with guard(ctx, request, PAGE):
+                return msg_html(set_disabled(ctx, request.username, n, False)), users_table(ctx)
+        b_enable.click(on_enable, [name], [msg, table], api_name="enable_user")
+
+        def on_delete(n, request: gr.Request):
+            with guard(ctx, request, PAGE):
+                return msg_html(delete_user(ctx, request.username, n)), users_table(ctx)
+        b_delete.click(on_delete, [name], [msg, table], api_name="delete_user")
+
+        def on_unlock(n, request: gr.Request):
+            with guard(ctx, request, PAGE):
+                return msg_html(unlock(ctx, n))
+        b_unlock.click(on_unlock, [name], [msg], api_name="unlock_user")
         _roots_section(ctx, demo)
     return demo
 

@@ -25,6 +25,9 @@
   let shownAt = performance.now();
   let player = null;        // the running play-in-gap timer
   const SAVE_KEY = "mvp-curate-state";
+  // A verdict on its way is kept here until the server has it: if the session ended meanwhile
+  // (static/session.js takes the tab to the login page), it is sent after the login, by the same user.
+  const PENDING_KEY = "mvp-curate-pending";
   const FRAME_MS = 600;     // each frame of a played sequence, as the clips used to
   let next = null;          // {pid, html, node}: the prepared view a verdict will most likely show
   let chain = Promise.resolve();
@@ -69,6 +72,10 @@
     try { if (s || st) sessionStorage.setItem(SAVE_KEY, JSON.stringify(s || st)); } catch (e) { /* private mode */ }
   }
   function saved() { try { return JSON.parse(sessionStorage.getItem(SAVE_KEY) || "null"); } catch (e) { return null; } }
+  const whoami = () => { const el = document.querySelector(".mvp-user[data-user]"); return el ? el.dataset.user : null; };
+  function keepPending(p) { try { localStorage.setItem(PENDING_KEY, JSON.stringify(p)); } catch (e) { /* private mode */ } }
+  function dropPending() { try { localStorage.removeItem(PENDING_KEY); } catch (e) { /* private mode */ } }
+  function pending() { try { return JSON.parse(localStorage.getItem(PENDING_KEY) || "null"); } catch (e) { return null; } }
   const phase = () => { const el = $("mvp-puzzle"); return el ? el.dataset.phase : "none"; };
   const gapSize = () => { const el = $("mvp-puzzle"); return el ? Number(el.dataset.m || 0) : 0; };
   const optCard = (i) => document.querySelector(`#mvp-puzzle .mvp-opt[data-index="${i}"]`);
@@ -97,7 +104,11 @@
     });
     let data = null;
     try { data = await r.json(); } catch (e) { data = null; }
-    if (!r.ok) throw new Error((data && data.error) || `${r.status} ${r.statusText}`);
+    if (!r.ok) {
+      const err = new Error((data && data.error) || `${r.status} ${r.statusText}`);
+      err.status = r.status;
+      throw err;
+    }
     return data;
   }
 
@@ -152,9 +163,13 @@
       }
       setNote("");
       let data;
+      keepPending({ user: whoami(), pid: before.st.pid, body: { state: before.st, verdict: v, note } });
       try {
         data = await call("verdict", { state: st, verdict: v, note });
+        dropPending();
       } catch (e) {
+        if (e.status === 401 && window.mvpSession) window.mvpSession.toLogin();   // kept for after the login
+        else dropPending();
         st = before.st; next = before.next; save();
         if (guess && before.node) show(before.node);
         setNote(note);
@@ -320,7 +335,34 @@
   const FILTER_FIELDS = [["video", "mvp-filter-video"], ["status", "mvp-filter-status"], ["kind", "mvp-filter-kind"],
     ["min_difficulty", "mvp-filter-dmin"], ["max_difficulty", "mvp-filter-dmax"]];
 
+  // The video filter can be typed into (issue 30: 103 names are not a list to scroll): a search box
+  // with the videos' names (a datalist) drives the select, which stays what filterValues reads.
+  function searchable(sel) {
+    if (!sel) return;
+    if (!sel.dataset.searchable) {
+      sel.dataset.searchable = "1";
+      const list = document.createElement("datalist");
+      list.id = sel.id + "-names";
+      [...sel.options].forEach((o) => { if (o.value) list.append(new Option(o.text)); });
+      const box = document.createElement("input");
+      Object.assign(box, { type: "search", id: sel.id + "-find", placeholder: "type a video name" });
+      box.setAttribute("list", list.id);
+      box.setAttribute("aria-label", "find a video by name");
+      box.addEventListener("input", () => {
+        const o = [...sel.options].find((x) => x.value && x.text === box.value);
+        if (o) sel.value = o.value; else if (!box.value) sel.value = "";
+      });
+      sel.addEventListener("change", () => { box.value = sel.value ? sel.selectedOptions[0].text : ""; });
+      sel.after(box, list);
+    }
+    queueMicrotask(() => {        // after showFilter has set the select: the box says the same
+      const box = $(sel.id + "-find");
+      if (box && document.activeElement !== box) box.value = sel.value ? sel.selectedOptions[0].text : "";
+    });
+  }
+
   function showFilter() {
+    searchable($("mvp-filter-video"));
     const f = (st && st.filter) || {};
     const parts = [];
     FILTER_FIELDS.forEach(([key, id]) => {
@@ -371,6 +413,24 @@
     if (card) { e.preventDefault(); pick(Number(card.dataset.index)); }
   });
 
+  // The verdict kept when the session ended (see PENDING_KEY), sent once the same user is back:
+  // {data: the server's answer or null, msg, kind}. Another user's kept verdict stays for its owner.
+  async function sendPending() {
+    const p = pending();
+    if (!p || !p.body) return {};
+    let user = whoami();
+    for (let i = 0; !user && i < 50; i++) { await new Promise((ok) => setTimeout(ok, 100)); user = whoami(); }
+    if (!user || p.user !== user) return {};
+    try {
+      const data = await call("verdict", p.body);
+      dropPending();
+      return { data, msg: `${p.body.verdict} on ${p.pid}, given before the login, is saved`, kind: "info" };
+    } catch (e) {
+      if (e.status !== 401) dropPending();
+      return { msg: `${p.body.verdict} on ${p.pid}, given before the login, was not saved: ${e.message}`, kind: "error" };
+    }
+  }
+
   function start() {
     if (started || !$("mvp-stage")) return;
     started = true;
@@ -386,7 +446,9 @@
     const q = new URLSearchParams(location.search);
     const deep = q.get("puzzle");
     enqueue(async () => {
-      apply(await call("load", { puzzle: deep, state: saved() }));
+      const sent = await sendPending();
+      apply(sent.data || await call("load", { puzzle: deep, state: saved() }));
+      if (sent.msg) showMsg(sent.msg, sent.kind);
       showFilter();
       refreshProgress();
     });

@@ -33,6 +33,8 @@ class SynthForm(BaseModel):
     fps: float = Field(1.0, gt=0, le=30, description="sampling rate in frames per second")
     seed: int = Field(0, ge=0, le=2**31 - 1, description="random seed (same inputs + seed => same puzzles)")
     workers: int = Field(1, ge=1, le=16, description="worker processes")
+    adapt: bool = Field(False, description="a video with no puzzle at N and l tries smaller shapes (as --adapt)")
+    more: bool = Field(False, description="also videos that already have puzzles (other settings add more puzzles)")
 
 
 def table_html(elem_id: str, headers: list[str], rows: list[list], empty: str = "nothing yet") -> str:
@@ -86,18 +88,82 @@ def roots_text(ctx: WebContext) -> str:
 # ---- synthesis --------------------------------------------------------------------------------
 
 def start_synth(ctx: WebContext, user: str, form: SynthForm) -> str:
+    """Launch `mvp synth` on the added folders' videos. Idempotent as the CLI is (a file already
+    handled under the same settings is not read again), and more: a video that already has puzzles
+    is left out unless the form asks for more (`more`), so pressing Synthesize again, whatever the
+    form says, never adds puzzles to videos that have some (a form's defaults that differ from the
+    settings the videos were made with would otherwise add puzzles to every one)."""
     from app.web.jobs import launch_cli
     from db.puzzles.sources import folders
     with ctx.Session() as s:
         dirs = folders(s)
     if not dirs:
         raise UserError("add a folder of videos first")
-    args = ["synth", *dirs, "--data", str(ctx.data_dir), "--db", db_url(ctx), "--per-video", str(form.per_video),
+    todo, have = files_to_synth(ctx, dirs, form.more)
+    if not todo:
+        raise UserError(f"nothing to synthesize: the {len(have)} videos of the added folders that give puzzles "
+                        "already have them (tick \"also videos that already have puzzles\" to add more)")
+    args = ["synth", *todo, "--data", str(ctx.data_dir), "--db", db_url(ctx), "--per-video", str(form.per_video),
             "--n", str(form.n), "--m", str(form.m), "--l", str(form.l), "--fps", str(form.fps),
-            "--seed", str(form.seed), "--workers", str(form.workers)]
-    job = launch_cli(ctx.data_dir, "synth", args, user=user, label=f"synth {len(dirs)} folders",
+            "--seed", str(form.seed), "--workers", str(form.workers), *(["--adapt"] if form.adapt else [])]
+    label = f"synth {len(dirs)} folders" if todo == dirs else f"synth {len(todo)} files"
+    job = launch_cli(ctx.data_dir, "synth", args, user=user, label=label,
                      meta={"settings": form.model_dump()})
-    return f"synthesis started ({job['label']})"
+    left = f"; {len(have)} videos that already have puzzles left out" if have and not form.more else ""
+    return f"synthesis started ({job['label']}{left})"
+
+
+def files_to_synth(ctx: WebContext, dirs: list[str], more: bool) -> tuple[list[str], list[str]]:
+    """(what to hand to `mvp synth`, the files that already have puzzles). A file has puzzles when
+    synthesis stored puzzles from this very file (path, size and modification time) under any
+    settings. With none such, or `more`: the folders, as before. Else the folders' other files one
+    by one, only those the folder scan accepted (a file named on the command line is read as given:
+    a symlink out of the folder would be followed)."""
+    from sqlalchemy import select
+
+    from db.models import SynthFile
+    from db.puzzles.synth_store import file_key
+    from mvp_core.video.scan import scan
+    found = scan(dirs)
+    stored = [str(c.path) for c in found if _utf8(str(c.path))]
+    with ctx.Session() as s:
+        done = {(r.path, r.size, r.mtime_ns) for r in s.execute(
+            select(SynthFile.path, SynthFile.size, SynthFile.mtime_ns)
+            .where(SynthFile.status == "done", SynthFile.video_id.is_not(None), SynthFile.path.in_(stored)))}
+    have = [f for f in stored if file_key(Path(f)) in done]
+    if more or not have:
+        return list(dirs), have
+    return [str(c.path) for c in found if not c.skip_reason and str(c.path) not in set(have)], have
+
+
+def _utf8(text: str) -> bool:
+    """Whether a path can be stored as text (a name that is not UTF-8 never is: scan says so)."""
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def in_form_words(reason: str, settings: dict | None) -> str:
+    """A skip reason of `mvp synth` in the Data form's terms: the CLI's flags as the form's fields, and
+    a sampling rate raised for a short video said to be raised from the rate the form gave."""
+    if not settings:
+        return reason
+    names = {"n": "N", "m": "m", "l": "l", "fps": "fps", "per-video": "puzzles per video"}
+    flag = r"--(n|m|l|fps|per-video) ([0-9.]+)"
+    reason = re.sub(rf"{flag}(?: {flag})*", lambda run: ", ".join(
+        f"{names[f]} {v}" for f, v in re.findall(flag, run.group(0))), reason)
+    reason = reason.replace("(or --adapt)", "(or tick adapt)")
+    given = settings.get("fps")
+
+    def rate(mt) -> str:
+        got = float(mt.group(1))
+        if given is None or abs(got - float(given)) < 1e-6:
+            return mt.group(0)
+        how = "raised for a short video" if got > float(given) else "lowered for a long video"
+        return f"{mt.group(0)} (the form's {float(given):g} fps, {how})"
+    return re.sub(r"sampled at ([0-9.]+) fps", rate, reason)
 
 
 def synth_status(ctx: WebContext) -> dict:
@@ -112,7 +178,8 @@ def synth_status(ctx: WebContext) -> dict:
     tail = log_tail(job["log"], 400).splitlines()
     summary = next((ln for ln in reversed(tail) if ln.startswith("synth: ")), "")
     skipped = [ln.strip()[5:].rsplit(": ", 1) for ln in tail if ln.startswith("  SKIP ")]
-    skipped = [[Path(p).name, r] for p, r in (x if len(x) == 2 else (x[0], "") for x in skipped)]
+    skipped = [[Path(p).name, in_form_words(r, job.get("settings"))]
+               for p, r in (x if len(x) == 2 else (x[0], "") for x in skipped)]
     errors = [ln for ln in tail if ln.startswith("error:") or ln.startswith("Traceback")]
     total = prog["total"] or 0
     pct = 100.0 * prog["done"] / total if total else (100.0 if state == "done" else 0.0)

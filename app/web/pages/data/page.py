@@ -31,6 +31,9 @@ def _synth_inputs() -> list:
                gr.Number(d.fps, label=fields["fps"].description, elem_id="data-fps"),
                gr.Number(d.seed, label="seed", precision=0, elem_id="data-seed"),
                gr.Number(d.workers, label=fields["workers"].description, precision=0, elem_id="data-workers")]
+    with gr.Row():
+        out += [gr.Checkbox(d.adapt, label="adapt: " + fields["adapt"].description, elem_id="data-adapt"),
+                gr.Checkbox(d.more, label=fields["more"].description, elem_id="data-more")]
     return out
 
 
@@ -104,10 +107,10 @@ def _wire_videos(ctx: WebContext, ui: SimpleNamespace) -> None:
 
 def _wire_synth(ctx: WebContext, ui: SimpleNamespace, refresh_all, outs_all: list) -> None:
     """The synthesis job (started, then polled while it runs) and the shortcut audit."""
-    def on_synth(per_video, n, m, l, fps, seed, workers, request: gr.Request):  # noqa: E741
+    def on_synth(per_video, n, m, l, fps, seed, workers, adapt, more, request: gr.Request):  # noqa: E741
         with guard(ctx, request, PAGE):
             form = _form({"per_video": per_video, "n": n, "m": m, "l": l, "fps": fps, "seed": seed,
-                          "workers": workers})
+                          "workers": workers, "adapt": bool(adapt), "more": bool(more)})
             text = ops.start_synth(ctx, request.username, form)
             return msg_html(text), ops.synth_status(ctx)["html"], gr.Timer(active=True)
     ui.b_synth.click(on_synth, ui.synth_in, [ui.msg, ui.status, ui.timer], api_name="synth")

@@ -106,7 +106,7 @@ def group_html(record: dict | None, answers: list[dict] | None, title: str) -> s
         for d in rd.fooled(record, answers))
     return (f'<div class="mvp-rollouts" data-answers="{len(answers)}"><h4>{esc(title)}</h4>{flag}'
             f'<div class="mvp-cap">G={len(answers)} · mean reward {mean:.3f} · exact {exact:.2f} · advantage: '
-            f'(r - group mean) / (group std + 1e-4), as in training</div>'
+            f'{esc(rd.ADVANTAGE_RULES[answers[0].get("advantage_rule", "group")])}</div>'
             f'<table class="mvp-answers"><tr><th>#</th><th>reasoning</th><th>chosen frames, in the gap</th>'
             f'<th>reward terms</th>'
             f'<th>total</th><th>adv.</th></tr>{"".join(rows)}'
