@@ -99,10 +99,6 @@ class Auth:
         with self._Read() as s:
             return session_user(s, token)
 
-    def user_of_token(self, token: str | None) -> str | None:
-        u = self.session_of(token)
-        return None if u is None else u.name
-
     def role_of(self, name: str | None) -> str | None:
         return self.identity(name)[0]
 
@@ -129,11 +125,6 @@ class Auth:
     def forget_role(self, name: str) -> None:
         with self._lock:
             self._roles.pop(name, None)
-
-    def user_for_page(self, token: str | None, page: str) -> str | None:
-        """The user name if this session may open `page`, else None."""
-        u = self.session_of(token)
-        return u.name if u is not None and u.role in PAGE_ROLES[page] else None
 
     def require(self, name: str | None, page: str) -> int:
         """Server-side role check for a handler of `page`: the caller's user id, or Forbidden."""
