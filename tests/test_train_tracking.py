@@ -80,6 +80,14 @@ def test_sft_metrics_reach_tensorboard(tiny_model_dir, model_data, tmp_path):
     train_sft(cfg)
     _, tags = _check_scalars_equal_metrics(tmp_path / "run")
     assert {"train/loss", "train/mean_token_accuracy", "train/learning_rate", "train/grad_norm"} <= tags
+    # the Train page's past-runs table gives the command that opens this run in TensorBoard
+    import yaml
+
+    from app.web.pages.train.runs import tracking_cell
+    run = {"dir": str(tmp_path / "run"), "config": yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())}
+    assert tracking_cell(run) == f'<code class="mvp-tb">tensorboard --logdir {tmp_path / "run" / "tensorboard"}</code>'
+    assert tracking_cell({"dir": "", "config": {"report_to": ["none"]}}) == "-"
+    assert tracking_cell({"dir": "", "config": {"report_to": "mlflow,wandb"}}) == "mlflow<br>wandb"
 
 
 @pytest.mark.parametrize("tracker", ["mlflow", "wandb", "trackio"])

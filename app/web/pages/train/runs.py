@@ -46,11 +46,28 @@ def runs_table(runs: list[dict]) -> str:
         cells = [f'<code>{esc(r["id"])}</code>', esc(r["kind"]), esc(r["status"]), esc(r["set_name"] or "-"),
                  esc(r["config"].get("reward", "-")), str(last.get("step", 0)),
                  f'{last["reward"]:.3f}' if "reward" in last else "-", f"{ev[-1]:.3f}" if ev else "-",
-                 str(r["n_checkpoints"]), esc(r["start"]), signals.badges_html(m)]
+                 str(r["n_checkpoints"]), esc(r["start"]), signals.badges_html(m), tracking_cell(r)]
         rows.append(f'<tr data-run="{esc(r["id"])}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return (f'<table id="train-runs-table" class="mvp-table" data-runs="{len(runs)}"><tr><th>run</th><th>kind</th>'
             '<th>status</th><th>set</th><th>reward fn</th><th>step</th><th>last reward</th><th>held-out reward</th>'
-            f'<th>checkpoints</th><th>started from</th><th>learning signal</th></tr>{"".join(rows)}</table>')
+            f'<th>checkpoints</th><th>started from</th><th>learning signal</th><th>tracking</th></tr>{"".join(rows)}</table>')
+
+
+def tracking_cell(r: dict) -> str:
+    """Where the run also reported (`report_to`, mvp_core/train/tracking.py): TensorBoard runs its own
+    server, so the cell gives the command that opens this run's event files; the others name the
+    tracker (their runs carry the run id and the set hash)."""
+    given = r["config"].get("report_to") or []
+    names = [n for n in (given.split(",") if isinstance(given, str) else given) if n and n != "none"]
+    if not names:
+        return "-"
+    out = []
+    for n in names:
+        if n == "tensorboard" and r["dir"] and (Path(r["dir"]) / "tensorboard").is_dir():
+            out.append(f'<code class="mvp-tb">tensorboard --logdir {esc(str(Path(r["dir"]) / "tensorboard"))}</code>')
+        else:
+            out.append(esc(n))
+    return "<br>".join(out)
 
 
 def overlay_charts(runs: list[dict], picked: list[str]) -> tuple[str, str]:
