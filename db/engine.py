@@ -208,7 +208,9 @@ def _damaged(shown: str, why: str) -> str:
 
 def open_db(url: str | None = None, data: str | os.PathLike | None = None, check: bool = False) -> sessionmaker:
     """Sessions on the database (schema brought up to date); `check`: run quick_check first (the server)."""
+    from db.paths import bind_data_dir
     engine = user_engine(database_url(url, data))
+    bind_data_dir(engine, data_dir(data))   # stored paths are relative to it (db/paths.py)
     if check:
         quick_check(engine)
     upgrade(engine)

@@ -19,13 +19,14 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from db.models.base import Base, utcnow
+from db.paths import DataPath
 
 
 class Video(Base):
     __tablename__ = "videos"
     id: Mapped[str] = mapped_column(String(32), primary_key=True)     # sha256[:16]
     sha256: Mapped[str] = mapped_column(String(64), unique=True)
-    path: Mapped[str] = mapped_column(Text)
+    path: Mapped[str] = mapped_column(DataPath())      # relative to the data directory when inside it
     fps: Mapped[float] = mapped_column(Float)
     duration_s: Mapped[float] = mapped_column(Float)
     width: Mapped[int] = mapped_column(Integer)
@@ -38,7 +39,7 @@ class SynthFile(Base):
     Keyed by (path, size, mtime, params) so a rerun skips it without reading the file again."""
     __tablename__ = "synth_files"
     id: Mapped[int] = mapped_column(primary_key=True)
-    path: Mapped[str] = mapped_column(Text)
+    path: Mapped[str] = mapped_column(DataPath())
     size: Mapped[int] = mapped_column(Integer)
     mtime_ns: Mapped[int] = mapped_column(BigInteger)
     params_key: Mapped[str] = mapped_column(String(32))

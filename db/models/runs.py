@@ -11,6 +11,7 @@ from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text,
 from sqlalchemy.orm import Mapped, mapped_column
 
 from db.models.base import Base, BigId, utcnow
+from db.paths import DataPath
 
 
 class Run(Base):
@@ -18,11 +19,11 @@ class Run(Base):
     id: Mapped[str] = mapped_column(String(64), primary_key=True)   # e.g. a timestamped slug
     name: Mapped[str] = mapped_column(String(200), default="")
     kind: Mapped[str] = mapped_column(String(16), index=True)       # "rollout" | "train" | "eval"
-    model_path: Mapped[str] = mapped_column(Text, default="")
+    model_path: Mapped[str] = mapped_column(DataPath(maybe_name=True), default="")   # or a model name
     set_name: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True)
     config: Mapped[dict] = mapped_column(JSON, default=dict)        # the full config as given
     status: Mapped[str] = mapped_column(String(16), default="created")  # created|running|done|failed|stopped
-    dir: Mapped[str] = mapped_column(Text, default="")              # the run directory, if any
+    dir: Mapped[str] = mapped_column(DataPath(), default="")        # the run directory, if any
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -31,7 +32,7 @@ class Checkpoint(Base):
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
     step: Mapped[int] = mapped_column(Integer)
-    path: Mapped[str] = mapped_column(Text)
+    path: Mapped[str] = mapped_column(DataPath())
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     __table_args__ = (UniqueConstraint("run_id", "step"),)
 

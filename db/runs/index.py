@@ -6,16 +6,22 @@ idempotent, so the app re-syncs DATA/runs/ whenever a page lists runs (`sync_run
 deleted from disk (save_total_limit) keeps its row while answers reference it, else the row goes.
 
 Checkpoint keys, as the CLI and the pages spell them: "base" (the run's starting model, stored as
-checkpoint NULL), "latest", or a step number ("10" or "step_000010")."""
+checkpoint NULL), "latest", or a step number ("10" or "step_000010").
+
+Paths are stored relative to the data directory (db/paths.py), so a copied data directory keeps its
+runs; a copied run's config.yaml still names its start model at the old place, which is read at
+the same place relative to the run directory when it is there (`moved_with`)."""
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from db.models.runs import Checkpoint, Evaluation, Rollout, Run
+from db.paths import moved_with
 from db.txn import run_txn
 from mvp_core.errors import UserError
 
@@ -45,8 +51,11 @@ def read_run_dir(path: str | Path) -> dict | None:
                     and (p / "trainer_state.json").is_file()):
                 ckpts.append((int(p.name.split("_")[1]), str(p)))
     set_info = info.get("set") if isinstance(info.get("set"), dict) else {}
+    model = str(cfg.get("model") or "")
+    if os.path.isabs(str(cfg.get("output_dir") or "")):    # a run copied with its data directory
+        model = moved_with(model, str(cfg["output_dir"]), d)
     return {"dir": str(d.resolve()), "name": d.name, "kind": _kind(cfg, info),
-            "model_path": str(cfg.get("model") or ""), "set_name": cfg.get("set_name") or set_info.get("name"),
+            "model_path": model, "set_name": cfg.get("set_name") or set_info.get("name"),
             "config": {k: v for k, v in cfg.items() if k != "run_info"},
             "status": _STATE.get(status.get("state"), "created"), "checkpoints": sorted(ckpts)}
 
