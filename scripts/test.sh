@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup_env.sh dev
+scripts/setup_peers.sh   # the engines' own loaders for tests/test_export_peers.py (requirements-peers.txt)
 # Debian's chromium for the browser tests (Playwright drives /usr/bin/chromium; no browser download).
 if [ ! -x /usr/bin/chromium ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
