@@ -121,7 +121,7 @@ def test_steer_compare_refuses_bad_settings_over_http(web_app, steer_run, field,
     v = {**good, field: value}
     ok, out = gradio_event(c, "rollouts", session_hash, apis["steer_compare"],
                            [f"{RUN}|base", steer_run, "tiny-bank.pt", v["eta"], v["steps"], v["top_k"], v["layers"], v["gate"],
-                            v["positions"]])
+                            v["positions"], False])
     assert not ok, out
     err = out["error"]
     assert words in err and "\n" not in err and "Traceback" not in err, err

@@ -64,6 +64,9 @@ def register(sub) -> None:
     _steer_args(e)
     e.set_defaults(func=_eval)
 
+    from app.cli.steer_build import add_build_parser
+    add_build_parser(ssub, _build)
+
 
 def _model_args(p) -> None:
     p.add_argument("--model", required=True, help="local model directory (causal LM or Qwen-VL)")
@@ -157,8 +160,11 @@ def _train(args) -> int:
     if args.labels == "false-refusal":
         blob = _harmless_only(blob)
     groups = blob["groups"] if len(set(blob["groups"])) > 1 else None
+    # a set's own splits only when the states span them; states of one split (the train split, as
+    # `mvp steer build` collects by default) draw validation and test from it, by group
+    splits = (blob.get("extra") or {}).get("splits")
     bank = train_bank(blob["states"], blob["bad"].numpy(), cfg, groups=groups, model_name=blob["model_name"],
-                      progress=True, split_names=(blob.get("extra") or {}).get("splits"),
+                      progress=True, split_names=splits if splits and len(set(splits)) > 1 else None,
                       fingerprint=blob.get("fingerprint"))
     bank.steer_config = steer_cfg(args)
     bank.save(args.out)
@@ -174,6 +180,15 @@ def _train(args) -> int:
     print(f"energy bank for {bank.model_name} ({bank.num_layers} layers x {bank.hidden_size}) written to {args.out}; "
           f"steers layers {bank.chosen_layers()}")
     return 0
+
+
+def _build(args) -> int:
+    import argparse
+
+    from app.cli.steer_build import build
+    parser = argparse.ArgumentParser(prog="mvp")
+    register(parser.add_subparsers(dest="command"))
+    return build(args, parser, _collect, _train)
 
 
 def _harmless_only(blob: dict) -> dict:

@@ -227,11 +227,12 @@ def build(ctx: WebContext) -> gr.Blocks:
         ui = build_controls()
         # steered vs unsteered answer of the left version (docs/steer.md); `ckpt` is a source key,
         # which rollout_views.record_seen / run_info take like a run id
-        rollouts_steer.build_panel(ctx, ui.ckpt, ui.puzzle)
+        steer_load = rollouts_steer.build_panel(ctx, ui.ckpt, ui.puzzle, db_url)
         panel = rollouts_eval.build_eval_panel(ctx, db_url)
         eval_outputs, eval_fill = stats_eval.build_eval_section(ctx, PAGE)
         loaded = wire(demo, ui, RolloutsHandlers(ctx))
-        loaded.then(panel.load, None, panel.load_outputs).then(eval_fill, None, eval_outputs)
+        loaded.then(panel.load, None, panel.load_outputs).then(eval_fill, None, eval_outputs).then(
+            steer_load[0], None, steer_load[1])
         ui.refresh.click(eval_fill, None, eval_outputs)
 
         def tick(kind, request: gr.Request):

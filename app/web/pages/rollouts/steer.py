@@ -1,7 +1,9 @@
 """Rollouts page panel: the same puzzle answered with and without energy steering, side by side,
 with each answer's reward terms and, per steered layer, the energy of the prompt's last state before
 and after the gradient steps (docs/steer.md). Banks are the `.pt` files under DATA/steer/; the model
-is the run's own model path, so the page never opens a path a user typed."""
+is the run's own model path, so the page never opens a path a user typed. A bank steers only the
+model it was trained on (its fingerprint): another is refused with one line unless "apply to another
+model anyway" is ticked (force_bank). Banks are trained from the page in steer_jobs.py."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -17,9 +19,15 @@ PAGE = "rollouts"
 TERMS = ("format", "selection", "order", "exact", "total")
 
 
-def bank_choices(data_dir: Path) -> list[str]:
+def bank_names(data_dir: Path) -> list[str]:
     d = Path(data_dir) / "steer"
     return sorted(p.name for p in d.glob("*.pt")) if d.is_dir() else []
+
+
+def bank_choices(data_dir: Path) -> list[tuple[str, str]]:
+    """(label, file name) of each bank: the label names the model it was trained on."""
+    from app.web.pages.rollouts.steer_jobs import bank_infos
+    return [(f"{b['name']} · trained on {b['model']}", b["name"]) for b in bank_infos(data_dir)]
 
 
 @lru_cache(maxsize=2)
@@ -58,8 +66,9 @@ def compare_html(result: dict, truth: list[str]) -> str:
             f'<tr><th>layer</th><th>before</th><th>after</th><th>steps</th></tr>{e}</table></div>')
 
 
-def build_panel(ctx: WebContext, run: gr.Dropdown, puzzle: gr.Dropdown) -> None:
-    """Add the panel to the enclosing Blocks; `run` and `puzzle` are the page's own pickers."""
+def build_panel(ctx: WebContext, run: gr.Dropdown, puzzle: gr.Dropdown, db_url: str):
+    """Add the panel and the bank-training section (steer_jobs.py) to the enclosing Blocks; `run` and
+    `puzzle` are the page's own pickers. Returns the section's (load, outputs) for the page's load."""
     with gr.Accordion("Energy steering: steered vs unsteered answer", open=False):
         with gr.Row():
             bank = gr.Dropdown(label="Energy bank (DATA/steer/*.pt)", choices=bank_choices(ctx.data_dir),
@@ -73,16 +82,19 @@ def build_panel(ctx: WebContext, run: gr.Dropdown, puzzle: gr.Dropdown) -> None:
             positions = gr.Dropdown(label="steer", choices=[("every position (published)", "every"),
                                                             ("the prompt's last token only", "prompt")],
                                     value="every", elem_id="ro-steer-positions")
+        # a bank steers only the model it was trained on (its fingerprint, docs/steer.md) unless ticked
+        force = gr.Checkbox(label="apply to another model anyway (the bank was trained on another model)",
+                            value=False, elem_id="ro-steer-force")
         go = gr.Button("Answer with and without steering", elem_id="ro-steer-go")
         out = gr.HTML(elem_id="ro-steer-out")
 
-        def on_go(run_id, pid, bank_name, eta_v, k_steps, k_layers, layers_v, gate_v, pos_v, request: gr.Request,
-                  progress=gr.Progress(track_tqdm=True)):  # noqa: B008 - Gradio injects it
+        def on_go(run_id, pid, bank_name, eta_v, k_steps, k_layers, layers_v, gate_v, pos_v, force_v,
+                  request: gr.Request, progress=gr.Progress(track_tqdm=True)):  # noqa: B008 - Gradio injects it
             with guard(ctx, request, PAGE):
                 from mvp_core.model.rollout import frame_loader
                 from mvp_core.steer.bank import EnergyBank
                 from mvp_core.steer.config import SteerConfig, parse_layers
-                if not run_id or not pid or bank_name not in bank_choices(ctx.data_dir):
+                if not run_id or not pid or bank_name not in bank_names(ctx.data_dir):
                     return msg_html("choose a run, a puzzle and an energy bank first", "warn")
                 # the config's own validation (empty, NaN, 2.5 steps, out of range: one line), before any work
                 try:
@@ -90,25 +102,30 @@ def build_panel(ctx: WebContext, run: gr.Dropdown, puzzle: gr.Dropdown) -> None:
                 except ValueError as e:
                     raise UserError(str(e)) from None
                 cfg = SteerConfig.from_values({"eta": eta_v, "steps": k_steps, "top_k": k_layers, "layers": chosen,
-                                               "gate": gate_v, "positions": pos_v or "every"})
+                                               "gate": gate_v, "positions": pos_v or "every",
+                                               "force_bank": bool(force_v)})
                 with ctx.Session() as s:
                     rec, info = rd.record_seen(s, run_id, pid), rd.run_info(s, run_id)
                 energy_bank = EnergyBank.load(ctx.data_dir / "steer" / bank_name)
                 energy_bank.chosen_layers(cfg)            # a layer the bank has no energy for: refused before loading
                 model, proc = _policy(info["model_path"])
+                energy_bank.check_model(model, force=cfg.force_bank)   # refused before any answer is made
                 res = compare_puzzle(model, proc, energy_bank, rec, frame_loader(ctx.data_dir), cfg)
                 return compare_html(res, rec["answer"])
-        go.click(on_go, [run, puzzle, bank, eta, steps, top_k, layers, gate, positions], [out],
+        go.click(on_go, [run, puzzle, bank, eta, steps, top_k, layers, gate, positions, force], [out],
                  api_name="steer_compare")
 
         def on_bank(bank_name, request: gr.Request):
             """A bank carries the settings it was trained for (`mvp steer train --eta ...`): start from them."""
             with guard(ctx, request, PAGE):
                 from mvp_core.steer.bank import EnergyBank
-                if bank_name not in bank_choices(ctx.data_dir):
+                if bank_name not in bank_names(ctx.data_dir):
                     return [gr.update()] * 6
                 c = EnergyBank.load(ctx.data_dir / "steer" / bank_name).steer_config
                 return c.eta, c.steps, c.top_k, ",".join(map(str, c.layers or [])), c.gate, c.positions
         bank.change(on_bank, [bank], [eta, steps, top_k, layers, gate, positions], api_name="steer_bank_settings")
         # banks written after the app started show up when a run is picked
         run.change(lambda: gr.update(choices=bank_choices(ctx.data_dir)), None, [bank])
+    from app.web.pages.rollouts.steer_jobs import build_section
+    section = build_section(ctx, db_url, bank, bank_choices)
+    return section.load, section.load_outputs

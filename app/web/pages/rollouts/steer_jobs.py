@@ -1,0 +1,231 @@
+"""Rollouts page, "Train a steering bank": `mvp steer build` (app/cli/steer_build.py) of a run's
+checkpoint on a curated set split as a background job of kind "steer" (app/web/jobs.py: one at a
+time, progress from its log, re-attached after a reload), its per-layer table when done, and the
+banks under DATA/steer/ listed with the model each was trained on (docs/steer.md). The model is
+chosen as a run and checkpoint, never typed as a path; the train split is the default (the set's
+held-out splits stay unseen by the bank)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import gradio as gr
+
+from app.web import jobs
+from app.web.common import WebContext, esc, form_number, guard, msg_html
+from mvp_core.errors import UserError
+
+PAGE = "rollouts"
+KIND = "steer"
+PHASE = "steer build: phase "
+SCROLL = "overflow-x: auto; max-width: 100%"      # a wide table scrolls on a phone, the page keeps its width
+JOB_STYLE = "font-size: .9rem; overflow-wrap: anywhere"   # wraps at 390 px (the shared .mvp-job is 22rem wide)
+
+
+def bank_infos(data_dir: Path) -> list[dict]:
+    """[{name, model, origin, layers, steers, best_val_bal_acc}] of the banks under DATA/steer/; a file
+    that is not a bank is listed with its one-line reason instead of its model."""
+    from mvp_core.steer.bank import EnergyBank
+    d = Path(data_dir) / "steer"
+    out = []
+    for p in sorted(d.glob("*.pt")) if d.is_dir() else []:
+        try:
+            b = EnergyBank.load(p)
+        except UserError as e:
+            out.append({"name": p.name, "model": f"(unreadable: {e})", "origin": "", "layers": 0, "steers": [],
+                        "best": None})
+            continue
+        x = b.extra or {}
+        origin = f"set {x['set']}" + (f"/{x['split']}" if x.get("split") else "") if x.get("set") else ""
+        out.append({"name": p.name, "model": model_label(b), "origin": origin, "layers": len(b.models),
+                    "steers": b.chosen_layers(), "best": max(m.val_bal_acc for m in b.metrics.values())})
+    return out
+
+
+def model_label(bank) -> str:
+    """The model a bank was trained on, as the page names it: the run and checkpoint for a bank made
+    here, else the model directory's name `mvp steer collect` recorded."""
+    x = bank.extra or {}
+    if x.get("model_label"):
+        return str(x["model_label"])
+    return Path(bank.model_name).name or bank.model_name or "(unnamed model)"
+
+
+def banks_html(infos: list[dict]) -> str:
+    if not infos:
+        return '<div id="ro-bank-list" class="mvp-cap">no energy bank yet</div>'
+    rows = "".join(
+        f'<tr data-bank="{esc(b["name"])}"><td>{esc(b["name"])}</td><td class="mvp-bank-model">{esc(b["model"])}</td>'
+        f'<td>{esc(b["origin"])}</td><td>{b["layers"]}</td><td>{esc(", ".join(map(str, b["steers"])))}</td>'
+        f'<td>{_num(b["best"])}</td></tr>' for b in infos)
+    return (f'<div style="{SCROLL}"><table id="ro-bank-list"><tr><th>bank</th><th>trained on</th>'
+            '<th>collected on</th><th>layers</th>'
+            f'<th>steers</th><th>best val bal. acc.</th></tr>{rows}</table></div>')
+
+
+def _num(v) -> str:
+    return "" if v is None else f"{v:.3f}"
+
+
+def job_html(data_dir: Path) -> str:
+    """The last bank job: state, phase, progress bar; when done the bank's per-layer table (the one
+    `mvp steer train` prints); when failed its last lines."""
+    job = jobs.active(data_dir, KIND)
+    if job is None:
+        return f'<div id="ro-bank-job" style="{JOB_STYLE}" data-state="none">no bank trained from this page yet</div>'
+    state, p = job["status"]["state"], job["progress"]
+    tail = jobs.log_tail(job["log"], 200).splitlines()
+    phase = next((ln[len(PHASE):] for ln in reversed(tail) if ln.startswith(PHASE)), "starting")
+    pct = 100.0 if state == "done" else (100.0 * p["done"] / p["total"] if p["total"] else 0.0)
+    bank = Path(data_dir) / "steer" / f"{job.get('bank', '')}.pt"
+    summary = _summary_html(bank) if state == "done" and bank.is_file() else ""
+    errors = [ln for ln in tail if ln.startswith("error:")] or tail[-6:]
+    failed = (f'<pre id="ro-bank-error" style="white-space: pre-wrap; overflow-wrap: anywhere">'
+              f'{esc(chr(10).join(errors))}</pre>' if state == "failed" else "")
+    return (f'<div id="ro-bank-job" style="{JOB_STYLE}" data-state="{esc(state)}" data-done="{p["done"]}" '
+            f'data-total="{p["total"]}"><b>bank {esc(job.get("bank", ""))}</b> · {esc(state)} · {esc(job["label"])} · '
+            f'phase {esc(phase)} · {p["done"]}/{p["total"] or "?"} · by {esc(job["user"])}'
+            f'<div class="mvp-bar"><div style="width:{pct:.0f}%"></div></div>{summary}{failed}</div>')
+
+
+def _summary_html(bank_file: Path) -> str:
+    from mvp_core.steer.bank import EnergyBank
+    b = EnergyBank.load(bank_file)
+    rank = {li: i + 1 for i, li in enumerate(b.ranking())}
+    rows = "".join(f"<tr><td>{li}</td><td>{rank[li]}</td><td>{m.val_bal_acc:.3f}</td><td>{m.val_auroc:.3f}</td>"
+                   f"<td>{m.test_bal_acc:.3f}</td><td>{m.test_auroc:.3f}</td></tr>"
+                   for li, m in sorted(b.metrics.items()))
+    return (f'<div style="{SCROLL}"><table id="ro-bank-summary"><tr><th>layer</th><th>rank</th>'
+            '<th>val bal. acc.</th><th>val AUROC</th>'
+            f'<th>test bal. acc.</th><th>test AUROC</th></tr>{rows}</table></div>'
+            f'<div class="mvp-cap">steers layers {esc(", ".join(map(str, b.chosen_layers())))} '
+            '(ranked by validation; the test columns are not used to choose)</div>')
+
+
+def start(ctx: WebContext, db_url: str, user: str, run_id, ck, set_name, split, name, labels_from, epochs, hidden,
+          limit) -> str:
+    """Check the form (one line per mistake, before anything starts), then launch the job."""
+    from app.cli.steer_build import LABEL_SOURCES, bank_paths
+    from db.runs.index import checkpoint_choices
+    from db.runs.rollout_views import run_info, set_splits
+    from db.sets.curated import list_sets
+    from mvp_core.steer.config import EnergyConfig
+    if not run_id or not ck:
+        raise UserError("choose a run and a checkpoint (the model the bank is for)")
+    if not set_name:
+        raise UserError("choose a curated set to collect on")
+    bank_paths(ctx.data_dir, name or "")
+    name = name.strip().removesuffix(".pt")
+    if labels_from not in LABEL_SOURCES:
+        raise UserError(f"labels must come from one of {', '.join(LABEL_SOURCES)}")
+    epochs = form_number("epochs", epochs, True, 120)
+    limit = form_number("at most N puzzles", limit, True, 0)
+    try:
+        EnergyConfig.from_values({"hidden": [int(x) for x in str(hidden or "").split(",")], "epochs": epochs})
+    except (ValueError, UserError) as e:
+        raise UserError(f"bad energy settings: {str(e).splitlines()[0]}") from None
+    if limit < 0:
+        raise UserError(f"at most N puzzles must be 0 (all) or more, got {limit}")
+    with ctx.Session() as s:
+        if not run_info(s, run_id).get("model_path"):
+            raise UserError(f"run {run_id} has no model to steer")
+        if ck not in [k for _, k in checkpoint_choices(s, run_id)]:
+            raise UserError(f"run {run_id} has no checkpoint {ck}")
+        if set_name not in [x["name"] for x in list_sets(s)]:
+            raise UserError(f"no curated set {set_name!r}")
+        if split and split not in set_splits(s, set_name):
+            raise UserError(f"set {set_name} has no split {split!r}")
+    args = ["steer", "build", "--run", run_id, "--checkpoint", ck, "--set", set_name, "--split", split or "",
+            "--name", name, "--labels-from", labels_from, "--epochs", str(epochs), "--hidden", str(hidden),
+            "--threads", "1", "--data", str(ctx.data_dir), "--db", db_url, *(["--limit", str(limit)] if limit else [])]
+    label = f"{run_id} · {'start' if ck == 'base' else 'step ' + ck} · {set_name}" + (f"/{split}" if split else "")
+    job = jobs.launch_cli(ctx.data_dir, KIND, args, user=user, label=label,
+                          meta={"bank": name, "run_id": run_id, "checkpoint": ck, "set": set_name, "split": split})
+    return f"training bank {name} for {job['label']} (pid {job['pid']})"
+
+
+@dataclass
+class BankSection:
+    load: object            # request -> load_outputs
+    load_outputs: list
+
+
+def build_section(ctx: WebContext, db_url: str, bank_dropdown: gr.Dropdown, bank_choices) -> BankSection:
+    """The section's layout and events; `bank_dropdown` (the comparison panel's) gets the new bank
+    when a job ends, `bank_choices(data_dir)` its choices."""
+    from app.cli.steer_build import LABEL_SOURCES
+    with gr.Accordion("Train a steering bank (background job)", open=False, elem_id="ro-bank-panel"):
+        with gr.Row():
+            run = gr.Dropdown(label="Run (the model the bank is for)", choices=[], elem_id="ro-bank-run")
+            ckpt = gr.Dropdown(label="Checkpoint", choices=[], elem_id="ro-bank-ckpt")
+            set_dd = gr.Dropdown(label="Curated set to collect on", choices=[], elem_id="ro-bank-set")
+            split = gr.Dropdown(label="Split (train: the held-out splits stay unseen)", choices=[],
+                                elem_id="ro-bank-split")
+            labels = gr.Dropdown(label="labels from", choices=[(v, k) for k, v in LABEL_SOURCES.items()],
+                                 value="greedy", elem_id="ro-bank-labels")
+        with gr.Row():
+            name = gr.Textbox(label="bank name (DATA/steer/NAME.pt)", max_length=64, elem_id="ro-bank-name")
+            epochs = gr.Number(label="epochs", value=120, precision=0, minimum=1, maximum=10000,
+                               elem_id="ro-bank-epochs")
+            hidden = gr.Textbox(label="energy MLP hidden sizes", value="2048,1024,1024,512", max_length=200,
+                                elem_id="ro-bank-hidden")
+            limit = gr.Number(label="at most N puzzles (0 = all)", value=0, precision=0, elem_id="ro-bank-limit")
+            go = gr.Button("Train the bank", variant="primary", elem_id="ro-bank-launch")
+        msg = gr.HTML(elem_id="ro-bank-msg")
+        status = gr.HTML(elem_id="ro-bank-status")
+        listing = gr.HTML(elem_id="ro-bank-list-box")
+    timer = gr.Timer(1.0, active=False)
+
+    def alive() -> bool:
+        job = jobs.active(ctx.data_dir, KIND)
+        return bool(job and job["alive"])
+
+    def on_load(request: gr.Request):
+        with guard(ctx, request, PAGE):
+            from db.runs.index import list_runs
+            from db.sets.curated import list_sets
+            with ctx.Session() as s:
+                runs = [r["id"] for r in list_runs(s) if r["model_path"]]
+                sets = [x["name"] for x in list_sets(s)]
+            return [gr.update(choices=runs, value=runs[0] if runs else None),
+                    gr.update(choices=sets, value=sets[-1] if sets else None), job_html(ctx.data_dir),
+                    banks_html(bank_infos(ctx.data_dir)), gr.Timer(active=alive())]
+
+    def on_run(run_id, request: gr.Request):
+        with guard(ctx, request, PAGE):
+            from db.runs.index import checkpoint_choices
+            if not run_id:
+                return gr.update(choices=[], value=None)
+            with ctx.Session() as s:
+                cks = checkpoint_choices(s, run_id)
+            return gr.update(choices=cks, value=cks[-1][1])
+
+    def on_set(set_name, request: gr.Request):
+        with guard(ctx, request, PAGE):
+            from db.runs.rollout_views import set_splits
+            if not set_name:
+                return gr.update(choices=[], value=None)
+            with ctx.Session() as s:
+                splits = set_splits(s, set_name)
+            choices = [("whole set", "")] + [(x, x) for x in splits]
+            return gr.update(choices=choices, value="train" if "train" in splits else "")
+
+    def on_go(run_id, ck, set_name, sp, lf, nm, ep, hid, lim, request: gr.Request):
+        with guard(ctx, request, PAGE):
+            text = start(ctx, db_url, request.username, run_id, ck, set_name, sp, nm, lf, ep, hid, lim)
+            return msg_html(text), job_html(ctx.data_dir), gr.Timer(active=True)
+
+    def on_tick(request: gr.Request):
+        """Progress while the job runs; when it ends, the bank list and the comparison's bank choices too."""
+        with guard(ctx, request, PAGE):
+            running = alive()
+            ended = [gr.skip(), gr.skip()] if running else [banks_html(bank_infos(ctx.data_dir)),
+                                                            gr.update(choices=bank_choices(ctx.data_dir))]
+            return [job_html(ctx.data_dir), *ended, gr.Timer(active=running)]
+
+    run.change(on_run, [run], [ckpt])
+    set_dd.change(on_set, [set_dd], [split])
+    go.click(on_go, [run, ckpt, set_dd, split, labels, name, epochs, hidden, limit], [msg, status, timer],
+             api_name="steer_bank_launch")
+    timer.tick(on_tick, None, [status, listing, bank_dropdown, timer], show_progress="hidden")
+    return BankSection(load=on_load, load_outputs=[run, set_dd, status, listing, timer])
