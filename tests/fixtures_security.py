@@ -32,14 +32,11 @@ def sec_data(web_data, tmp_path_factory):
     """(data_dir, db_url, Session): a copy of the web test data with 400 puzzles, its own database
     (so the security suite's logins, throttle rows and verdicts never touch the shared web app) and
     every kind of file a working data directory holds."""
-    import shutil
-
     from db.engine import open_db
     from db.users.accounts import add_user
-    src, _, _, _ = web_data
+    from fixtures_web import copy_web_data
     data = tmp_path_factory.mktemp("sec") / "data"
-    shutil.copytree(src, data, ignore=shutil.ignore_patterns("mvp.sqlite*"))
-    sqlite_copy(src / "mvp.sqlite", data / "mvp.sqlite")
+    copy_web_data(web_data, data)
     url = f"sqlite:///{data / 'mvp.sqlite'}"
     Session = open_db(url, data)
     clone_puzzles(Session, 400)

@@ -60,7 +60,20 @@ def web_data(sample_videos, trailer_clips, tmp_path_factory):
         s.commit()
     store_answers(Session, RUN_ID, "rollout", "tiny-random-qwen25vl", 5, "ckpt-5", G, 7, zero_variance_first=True)
     (base / "secret.txt").write_text("TOP SECRET outside the data dir")
+    _snapshot(data, base / "pristine")
     return data, db_url, base / "secret.txt", Session
+
+
+def _snapshot(data: Path, dst: Path) -> None:
+    from fixtures_security import sqlite_copy
+    shutil.copytree(data, dst, ignore=shutil.ignore_patterns("mvp.sqlite*"))
+    sqlite_copy(data / "mvp.sqlite", dst / "mvp.sqlite")
+
+
+def copy_web_data(web_data, dst: Path) -> None:
+    """DST: the web test data as web_data made it, before any test used it (the shared web app's tests
+    add runs, verdicts and jobs to the live copy; a copy taken from it would depend on test order)."""
+    _snapshot(web_data[0].parent / "pristine", dst)
 
 
 @pytest.fixture(scope="session")

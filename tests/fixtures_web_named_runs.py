@@ -96,8 +96,7 @@ def _answers(Session, run_id: str, step: int, seed: int) -> None:
 
 @pytest.fixture(scope="session")
 def named_studio(web_data, tmp_path_factory):
-    from fixtures_security import sqlite_copy
-    from fixtures_web import free_port
+    from fixtures_web import copy_web_data, free_port
     from testkit.web import Server
 
     from db.engine import open_db
@@ -106,8 +105,7 @@ def named_studio(web_data, tmp_path_factory):
     from mvp_core.model.tiny import build_tiny_model
     base = tmp_path_factory.mktemp("named")
     data = base / "data"
-    shutil.copytree(web_data[0], data, ignore=shutil.ignore_patterns("mvp.sqlite*"))
-    sqlite_copy(web_data[0] / "mvp.sqlite", data / "mvp.sqlite")
+    copy_web_data(web_data, data)
     db_url = f"sqlite:///{data / 'mvp.sqlite'}"
     Session = open_db(db_url, data)
     _split_set(Session)

@@ -126,7 +126,8 @@ def test_zero_variance_group_is_flagged(web_app, browser):
         first = s.scalars(select(Puzzle.id).order_by(Puzzle.id)).first()      # its base answers are identical
         vpath = s.scalar(select(Video.path).join(Puzzle, Puzzle.video_id == Video.id).where(Puzzle.id == first))
         review.submit_verdict(s, ada, first, "accept")                         # judged, out of the queue
-        assert review.puzzle_status(s, first)["status"] == "accepted"
+        # (another test of the shared app may have judged it too: it is out of the queue either way)
+        assert review.puzzle_status(s, first)["status"] in ("accepted", "disputed")
     ctx, page = login(browser, web_app, "rhea", path="/rollouts/")
     page.wait_for_selector(".mvp-answer-row", timeout=30000)
     pick(page, "ro-ckpt", f"{RUN_ID} · start:")               # the start model's group is the identical one

@@ -72,6 +72,7 @@ def test_no_signal_run_is_flagged_in_the_page(named_studio, browser, width):
 
 def test_train_page_shows_sets_and_enforces_the_splits(named_studio, browser):
     from app.web import jobs
+    before = set((named_studio.data_dir / "runs").glob("*-grpo-*"))
     ctx, page = login(browser, named_studio.url, "rhea", path="/train/")
     try:
         page.wait_for_selector("#train-split-note", timeout=60000)
@@ -90,7 +91,7 @@ def test_train_page_shows_sets_and_enforces_the_splits(named_studio, browser):
         page.locator("#train-save-steps input").fill("1")
         page.click("#train-launch")
         page.wait_for_selector("#train-msg:has-text('which it trains on')", timeout=30000)
-        assert not list((named_studio.data_dir / "runs").glob("*-grpo-*"))       # nothing launched
+        assert set((named_studio.data_dir / "runs").glob("*-grpo-*")) == before   # nothing launched
         shot(page, "train-split-overlap")
         # held out again (val): the run starts, reading train only and evaluating on val
         _pick(page, "train-eval-split", "val")
@@ -114,3 +115,22 @@ def test_train_page_shows_sets_and_enforces_the_splits(named_studio, browser):
         deadline = time.time() + 30
         while time.time() < deadline and (j := jobs.active(named_studio.data_dir)) and j["alive"]:
             time.sleep(0.2)
+        _forget_new_runs(named_studio, before)
+
+
+def _forget_new_runs(studio, before: set) -> None:
+    """The run this test launched leaves the shared studio (its folder and its row), so the other tests
+    of the session see the runs the fixture made, in any order."""
+    import shutil
+
+    from sqlalchemy import select
+
+    from db.models.runs import Run
+    new = {p.name for p in set((studio.data_dir / "runs").glob("*-grpo-*")) - before}
+    for name in new:
+        shutil.rmtree(studio.data_dir / "runs" / name, ignore_errors=True)
+    with studio.Session() as s:
+        for r in s.scalars(select(Run)).all():
+            if r.dir and Path(r.dir).name in new:
+                s.delete(r)
+        s.commit()
