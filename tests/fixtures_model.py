@@ -117,3 +117,22 @@ def torch_one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+def tiny_causal_lm(hidden: int = 64, layers: int = 4):
+    """(model, tokenizer): a random-weight Qwen2 causal LM with the project's tiny BPE tokenizer, seeded,
+    in eval mode, its generation config ending on the tokenizer's eos (the steering tests' plain LLM)."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from mvp_core.model.tiny import build_tokenizer
+    tok = build_tokenizer()
+    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+                      num_attention_heads=4, num_key_value_heads=2, pad_token_id=tok.pad_token_id,
+                      eos_token_id=tok.eos_token_id, bos_token_id=tok.pad_token_id)
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(cfg).eval()
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    return model, tok
+

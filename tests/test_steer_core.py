@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from fixtures_model import tiny_causal_lm
 
 from mvp_core.errors import UserError
 from mvp_core.steer.bank import EnergyBank
@@ -24,18 +25,7 @@ SUBJECTS = ["rabbit", "forest", "bike", "frame", "video", "gap", "option", "answ
 @pytest.fixture(scope="module")
 def tiny_lm(torch_one_thread):
     """A random-weight Qwen2 causal LM (4 layers, hidden 64) with the project's tiny BPE tokenizer."""
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    from mvp_core.model.tiny import build_tokenizer
-    tok = build_tokenizer()
-    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=4,
-                      num_attention_heads=4, num_key_value_heads=2, pad_token_id=tok.pad_token_id,
-                      eos_token_id=tok.eos_token_id, bos_token_id=tok.pad_token_id)
-    torch.manual_seed(0)
-    model = Qwen2ForCausalLM(cfg).eval()
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
-    return model, tok
+    return tiny_causal_lm(hidden=64, layers=4)
 
 
 def _prompts(kind: str, n: int, seed: int) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from fixtures_model import tiny_causal_lm
 
 from mvp_core.steer.collect import text_batches
 from mvp_core.steer.config import CollectConfig
@@ -16,18 +17,7 @@ PROMPTS = ["What is happening in this video?", "Frame 3: the rabbit walks in a g
 
 @pytest.fixture(scope="module")
 def lm(torch_one_thread):
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    from mvp_core.model.tiny import build_tokenizer
-    tok = build_tokenizer()
-    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, pad_token_id=tok.pad_token_id,
-                      eos_token_id=tok.eos_token_id, bos_token_id=tok.pad_token_id)
-    torch.manual_seed(0)
-    model = Qwen2ForCausalLM(cfg).eval()
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
-    return model, tok
+    return tiny_causal_lm(hidden=32, layers=2)
 
 
 def test_refusal_decoding_does_not_inherit_the_checkpoints_generation_config(lm):
