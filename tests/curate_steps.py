@@ -16,7 +16,7 @@ def current(page) -> str:
 def wait_new(page, old: str) -> str:
     page.wait_for_function(
         "old => { const el = document.querySelector('#mvp-puzzle'); return el && el.dataset.puzzleId !== old; }",
-        arg=old, timeout=15000)
+        arg=old, timeout=30000)        # one server round trip; 30 s leaves room for a loaded machine
     return current(page)
 
 

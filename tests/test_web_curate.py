@@ -72,7 +72,9 @@ def test_solve_first_then_vet(web_app, browser):
     # a reload keeps the place and the history: the same puzzle, and <- goes back to p2
     page.reload()
     page.wait_for_selector(f"#mvp-puzzle[data-puzzle-id='{p3}']", timeout=30000)
-    page.wait_for_function("() => window.mvpHotkeysInstalled && window.mvpCurate && window.mvpCurate.state()")
+    # the tab's restored state holds p2 behind p3 before the key is pressed
+    page.wait_for_function("p => { const c = window.mvpHotkeysInstalled && window.mvpCurate && window.mvpCurate.state(); "
+                           "return c && c.pid === p[1] && (c.back || []).includes(p[0]); }", arg=[p2, p3], timeout=30000)
     page.keyboard.press("ArrowLeft")
     assert wait_new(page, p3) == p2 and "reject" in page.inner_text(".mvp-mine")
     page.keyboard.press("ArrowRight")
