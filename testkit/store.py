@@ -93,3 +93,20 @@ def store_answers(Session, run_id: str, kind: str, model_path: str, step: int, c
                                   completion=text, chosen_labels=t.labels, format=t.format, selection=t.selection,
                                   order=t.order, exact=t.exact, total=t.total, advantage=None))
         s.commit()
+
+
+def accept_and_freeze(Session, records: list[dict], name: str, split: dict[str, float]) -> None:
+    """Store `records`, have one curator accept every one, and freeze them as set `name` split by video
+    (`split`: share per split), as a team would before training or exporting."""
+    from db import review
+    from db.sets.curated import freeze_set
+    from db.sets.importer import store_records
+    from db.users.accounts import add_user
+    with Session() as s:
+        store_records(s, records)
+        u = add_user(s, "cur", "curator", "a-long-password-1")[0].id
+        s.commit()
+        for r in records:
+            review.submit_verdict(s, u, r["id"], "accept")
+        freeze_set(s, name, min_distractors=1, split=split)
+        s.commit()

@@ -17,11 +17,9 @@ def engine_set(store_puzzles, store_sqlite_template, tmp_path_factory, tiny_mode
     """{base, data, url, Session, records (id -> the set's record), exports (format -> folder),
     model (the tiny Qwen2.5-VL: a run's base model)}."""
     from app.cli import main
-    from db import review
     from db.engine import open_db
-    from db.sets.curated import freeze_set, load_set
-    from db.sets.importer import store_records
-    from db.users.accounts import add_user
+    from db.sets.curated import load_set
+    from testkit.store import accept_and_freeze
     base = tmp_path_factory.mktemp("engine-set")
     src, records = store_puzzles
     data = base / "data"
@@ -29,13 +27,8 @@ def engine_set(store_puzzles, store_sqlite_template, tmp_path_factory, tiny_mode
     shutil.copy(store_sqlite_template, data / "mvp.sqlite")
     url = f"sqlite:///{data / 'mvp.sqlite'}"
     Session = open_db(url, data)
+    accept_and_freeze(Session, records, ENGINE_SET, {"train": 0.5, "val": 0.25, "test": 0.25})
     with Session() as s:
-        store_records(s, records)
-        u = add_user(s, "cur", "curator", "a-password-1")[0].id
-        s.commit()
-        for r in records:
-            review.submit_verdict(s, u, r["id"], "accept")
-        freeze_set(s, ENGINE_SET, min_distractors=1, split={"train": 0.5, "val": 0.25, "test": 0.25})
         recs = {r["id"]: r for r in load_set(s, ENGINE_SET)}
     exports = {}
     for fmt in ("verl", "easyr1", "trl"):

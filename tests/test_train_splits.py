@@ -9,6 +9,7 @@ import pytest
 import yaml
 from fixtures_grpo import tiny_overrides
 from testkit.cli import run_mvp
+from testkit.store import accept_and_freeze
 
 
 
@@ -16,26 +17,14 @@ from testkit.cli import run_mvp
 def split_set(model_data, tmp_path):
     """A SQLite store holding the model puzzles (2 videos), all accepted, frozen as `s` with one video in
     train and one in test."""
-    from db import review
     from db.engine import open_db
-    from db.sets.curated import freeze_set
-    from db.sets.importer import store_records
-    from db.users.accounts import add_user
+    from db.sets.curated import load_set
     data, recs = model_data
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
     Session = open_db(url, tmp_path)
-    with Session() as s:
-        store_records(s, recs)
-        u = add_user(s, "cur", "curator", "a-long-password-1")[0].id
-        s.commit()
-        for r in recs:
-            review.submit_verdict(s, u, r["id"], "accept")
-        s.commit()
-        freeze_set(s, "s", min_distractors=1, split={"train": 0.5, "test": 0.5})
-        s.commit()
+    accept_and_freeze(Session, recs, "s", {"train": 0.5, "test": 0.5})
     split_of = {}
     with Session() as s:
-        from db.sets.curated import load_set
         for r in load_set(s, "s"):
             split_of[r["id"]] = r["split"]
     assert sorted(set(split_of.values())) == ["test", "train"]

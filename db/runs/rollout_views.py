@@ -5,7 +5,7 @@ A *source* is one model version's answers: the key "RUN_ID|CKPT" with CKPT "base
 starting model, checkpoint NULL) or a checkpoint id, so any two checkpoints (of one run or of two)
 can be put side by side. A group is shown against the record the model actually saw: the set's
 re-lettered record named by the answers (or the run), else the puzzle's own record. The advantage
-is the training formula (mvp_core.train.loss.group_advantage_list), stored or computed."""
+is the training formula (mvp_core.train.loss.group_advantages with the run's scale_rewards), stored or computed."""
 from __future__ import annotations
 
 import json
@@ -167,7 +167,9 @@ def group(s: Session, key: str, puzzle_id: str) -> list[dict]:
     trainer's formula, written by `mvp rollout` or the trainer), else the one the run's own config
     computes for this group (`group_advantages` with the run's `scale_rewards`), marked. Each answer
     carries `advantage_rule`, the rule its advantage follows (the page's caption says it)."""
-    from mvp_core.train.loss import group_advantages  # torch: imported when a page asks
+    import torch  # imported when a page asks
+
+    from mvp_core.train.loss import group_advantages
     src = parse_source(key)
     if src is None:
         return []
@@ -181,17 +183,12 @@ def group(s: Session, key: str, puzzle_id: str) -> list[dict]:
         rule = "group"
     # "batch" divides by the std of the whole training batch, which one stored group cannot show: the
     # computed value then uses this group's std, and the rule says so
-    computed = group_advantages(torch_tensor([r.total for r in rows]), len(rows),
+    computed = group_advantages(torch.tensor([r.total for r in rows], dtype=torch.float64), len(rows),
                                 "group" if rule == "batch" else rule).advantages.tolist()
     return [{"sample": r.sample_index, "completion": r.completion, "chosen": list(r.chosen_labels or []),
              "format": r.format, "selection": r.selection, "order": r.order, "exact": r.exact,
              "total": r.total, "advantage": a if r.advantage is None else r.advantage,
              "advantage_computed": r.advantage is None, "advantage_rule": rule} for r, a in zip(rows, computed)]
-
-
-def torch_tensor(values: list[float]):
-    import torch
-    return torch.tensor(values, dtype=torch.float64)
 
 
 ADVANTAGE_RULES = {
