@@ -1,10 +1,11 @@
 """Worker run by tests/test_export_peers.py in the verl overlay (.peers/verl first on PYTHONPATH, see
 scripts/setup_peers.sh): verl 0.9.1's own RLHFDataset reads the `mvp export --format verl` parquet
-files with the tiny Qwen2.5-VL processor, and verl's own reward loader (load_reward_manager with
-custom_reward_function, the naive manager) scores given responses with the project's compute_score.
+files with the tiny Qwen2.5-VL processor; the shipped recipe (configs/verl/mvp-grpo-qwen25vl.yaml) is
+composed by verl's own Hydra defaults, and from that config verl's get_custom_reward_fn finds the
+reward and verl's load_reward_manager (the manager the recipe names) scores given responses.
 It only reports what verl produced (JSON); the test judges it against the frozen set.
 
-Usage: python peers_verl_load.py EXPORT_DIR PROCESSOR_DIR REWARD_FN RESPONSES_JSON RESULT_JSON
+Usage: python peers_verl_load.py EXPORT_DIR PROCESSOR_DIR REWARD_FN RESPONSES_JSON RESULT_JSON RECIPE_YAML
 RESPONSES_JSON: {puzzle_id: [response text, ...]}. Runs from EXPORT_DIR: the rows' `./` image paths
 are relative to it (formats.py)."""
 from __future__ import annotations
@@ -48,16 +49,31 @@ def ds_file_rows(f: Path) -> int:
     return pq.read_metadata(f).num_rows
 
 
-def score(tok, reward_fn: str, rows: list[dict], responses: dict) -> list[dict]:
+def compose_recipe(recipe: Path, export_dir: str, reward_fn: str):
+    """The recipe as `python -m verl.trainer.main_ppo --config-path --config-name` composes it."""
+    from hydra import compose, initialize_config_dir
+    os.environ.update({"MVP_EXPORT": export_dir, "MVP_REWARD": reward_fn, "MVP_MODEL": "unused"})
+    with initialize_config_dir(config_dir=str(recipe.parent), version_base=None):
+        return compose(config_name=recipe.stem)
+
+
+def reward_found(cfg) -> dict:
+    """What verl's loader takes from the composed recipe (None: verl falls back to its own scorers)."""
+    import inspect
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+    fn = get_custom_reward_fn(cfg)
+    raw = fn.args[0] if fn is not None else None      # a partial over verl's kwargs wrapper
+    return {"file": inspect.getfile(raw) if raw else None, "name": raw.__name__ if raw else None,
+            "manager": cfg.reward.reward_manager.name,
+            "data_files": {k: str(cfg.data[k]) for k in ("train_files", "val_files")}}
+
+
+def score(tok, cfg, rows: list[dict], responses: dict) -> list[dict]:
     import numpy as np
     import torch
-    from omegaconf import OmegaConf
     from verl import DataProto
     from verl.trainer.ppo.reward import load_reward_manager
 
-    cfg = OmegaConf.create({"reward": {
-        "custom_reward_function": {"path": reward_fn, "name": "compute_score", "reward_kwargs": {}},
-        "reward_manager": {"source": "register", "name": "naive"}}})
     mgr = load_reward_manager(cfg, tok)
     out = []
     for r in rows:
@@ -73,7 +89,7 @@ def score(tok, reward_fn: str, rows: list[dict], responses: dict) -> list[dict]:
     return out
 
 
-def main(export_dir, processor_dir, reward_fn, responses_json, result_json) -> None:
+def main(export_dir, processor_dir, reward_fn, responses_json, result_json, recipe) -> None:
     import tensordict
     import transformers
     import verl
@@ -89,12 +105,14 @@ def main(export_dir, processor_dir, reward_fn, responses_json, result_json) -> N
     cfg = OmegaConf.create({"filter_overlong_prompts_workers": None,
                             "cache_dir": str(Path(result_json).parent / "verl-cache")})
     splits = load_rows(proc, cfg)
-    scores = score(proc.tokenizer, reward_fn, [r for s in splits.values() for r in s["rows"]], responses)
+    recipe_cfg = compose_recipe(Path(recipe), export_dir, reward_fn)
+    rows = [r for s in splits.values() for r in s["rows"]]
+    scores = score(proc.tokenizer, recipe_cfg, rows, responses)
     Path(result_json).write_text(json.dumps({
         "versions": {"verl": verl.__version__, "transformers": transformers.__version__,
                      "tensordict": tensordict.__version__, "verl_file": verl.__file__},
-        "splits": splits, "scores": scores}))
+        "splits": splits, "reward": reward_found(recipe_cfg), "scores": scores}))
 
 
 if __name__ == "__main__":
-    main(*[str(Path(a).resolve()) for a in sys.argv[1:6]])
+    main(*[str(Path(a).resolve()) for a in sys.argv[1:7]])

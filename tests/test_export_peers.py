@@ -22,6 +22,7 @@ from test_export_formats import _frozen, _sha
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "assets" / "clock-sft"             # the tiny Qwen2.5-VL (processor files included)
 REWARD_FN = ROOT / "mvp_core" / "export" / "reward_fn.py"
+RECIPE = ROOT / "configs" / "verl" / "mvp-grpo-qwen25vl.yaml"
 
 
 def _overlay(name: str) -> Path:
@@ -50,8 +51,9 @@ def _check_row_images(out: Path, rec: dict, paths: list[str], data_dir: Path) ->
 @pytest.mark.parametrize("store_db", ["sqlite"], indirect=True)
 def test_verl_rlhf_dataset_and_reward_loader(store_db, tmp_path):
     """verl's RLHFDataset keeps every row (its over-long filter on, as by default) with one image per
-    slot, and verl's load_reward_manager(custom_reward_function=reward_fn.py) gives the exported
-    solution 1.0 and a wrong order less."""
+    slot; the shipped recipe composed by verl's Hydra names the project's reward where verl's
+    get_custom_reward_fn looks for it, and the reward manager verl loads from that config gives the
+    exported solution 1.0 and a wrong order less."""
     out, recs, h = _frozen(store_db, tmp_path, "verl")
     responses = {}
     for pid, rec in recs.items():
@@ -60,7 +62,7 @@ def test_verl_rlhf_dataset_and_reward_loader(store_db, tmp_path):
         responses[pid] = [solution(rec), solution({**rec, "answer": wrong})]
     (tmp_path / "responses.json").write_text(json.dumps(responses))
     result = tmp_path / "verl-result.json"
-    _run_worker("verl", "peers_verl_load.py", out, TINY, REWARD_FN, tmp_path / "responses.json", result,
+    _run_worker("verl", "peers_verl_load.py", out, TINY, REWARD_FN, tmp_path / "responses.json", result, RECIPE,
                 env={"HF_DATASETS_CACHE": str(tmp_path / "hf-cache")})
     res = json.loads(result.read_text())
 
@@ -75,6 +77,9 @@ def test_verl_rlhf_dataset_and_reward_loader(store_db, tmp_path):
         assert r["n_images"] == r["vision_starts"] == r["grid_rows"] == len(r["image_paths"]) == slots
         assert r["n_videos"] == 0 and r["extra_info"]["set_hash"] == h
         _check_row_images(out, rec, r["image_paths"], store_db.data_dir)
+    assert res["reward"]["file"] == str(REWARD_FN) and res["reward"]["name"] == "compute_score"
+    assert res["reward"]["manager"] == "naive"
+    assert {Path(f).name for f in res["reward"]["data_files"].values()} <= {f"{s}.parquet" for s in res["splits"]}
     scores = {(s["puzzle_id"], s["response"]): s["score"] for s in res["scores"]}
     assert len(scores) == 2 * len(recs)
     for pid, (right, wrong) in responses.items():

@@ -215,7 +215,7 @@ def test_a_prompt_two_puzzles_share_is_refused(studio):
     twin = json.loads(json.dumps(rec)) | {"id": "twin-of-" + rec["id"]}
     text = prompt_and_images(rec)[0].replace("<image>", "<|image_pad|>")
     g = Generation("dump.jsonl:1", 3, "<think>x</think><answer>A</answer>", prompt=f"system\n{text}\nassistant\n")
-    with pytest.raises(UserError, match="fit 2 puzzles.*logged_reward.py"):
+    with pytest.raises(UserError, match="fit 2 puzzles.*not its images.*reward.custom_reward_function.path=.*logged_reward.py"):
         place([g], [rec, twin], SET)
     twin["answer"] = list(reversed(twin["answer"]))
     g.ground_truth = ground_truth(twin)

@@ -18,7 +18,7 @@ from mvp_core.export.formats import IMAGE_SLOT, ground_truth, prompt_and_images
 from mvp_core.reward import score_completion
 from mvp_core.runs_import.readers import Generation
 
-LOG_THE_ID = ("log the puzzle id with the reward: custom_reward_function.path=mvp_core/export/logged_reward.py "
+LOG_THE_ID = ("log the puzzle id with the reward: reward.custom_reward_function.path=mvp_core/export/logged_reward.py "
               "(verl) or reward_funcs=[logged_reward.mvp_reward] (TRL); docs/scale.md")
 
 
@@ -82,7 +82,9 @@ class Matcher:
                             f"this set, in frame mode?)")
         if len(hits) > 1:
             raise UserError(f"{g.source}: its prompt and answer fit {len(hits)} puzzles of set "
-                            f"{self.set_name!r} ({', '.join(hits[:3])}{', ...' if len(hits) > 3 else ''}); "
+                            f"{self.set_name!r} ({', '.join(hits[:3])}{', ...' if len(hits) > 3 else ''}): "
+                            f"the line logs the prompt's text but not its images, and these puzzles share "
+                            f"that text and the ground truth, so only a logged puzzle id tells them apart; "
                             f"{LOG_THE_ID}")
         return self.by_id[hits[0]]
 
