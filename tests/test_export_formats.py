@@ -63,13 +63,15 @@ def _pool(gt: str):
     return g["answer"], g["pool"]
 
 
+SPLITS = {"train": "train", "val": "validation", "test": "test"}     # the set's names -> datasets'
+
+
 @pytest.mark.parametrize("fmt", ["verl", "easyr1"])
 def test_rl_parquet_exports(store_db, tmp_path, fmt):
     from datasets import load_dataset
     out, recs, h = _frozen(store_db, tmp_path, fmt)
-    files = {p.stem: str(p) for p in out.glob("*.parquet")}
-    assert set(files) == {r.get("split", "train") for r in recs.values()}
-    ds = load_dataset("parquet", data_files=files, cache_dir=str(tmp_path / "hf-cache"))
+    ds = load_dataset(str(out), cache_dir=str(tmp_path / "hf-cache"))   # the split files as the card names them
+    assert set(ds) == {SPLITS[r["split"]] for r in recs.values()}
     assert sum(len(d) for d in ds.values()) == len(recs)
     compute_score = _compute_score()
     for split, d in ds.items():
@@ -80,7 +82,9 @@ def test_rl_parquet_exports(store_db, tmp_path, fmt):
                 assert row["extra_info"]["split"] == split and row["extra_info"]["set_hash"] == h
                 assert row["data_source"] == "mvp" and row["reward_model"]["style"] == "rule"
             else:
-                text, images, rec, gt = row["problem"], row["images"], recs[row["puzzle_id"]], row["answer"]
+                text, images, rec, gt = row["problem"], row["images"], recs[row["puzzle_id"]], row["ground_truth"]
+                # the plain answer text, as EasyR1's stock rewards compare it with the <answer> tag's text
+                assert row["answer"] == ", ".join(rec["answer"]) and row["split"] == split
             assert text.count(IMAGE_SLOT) == len(images)
             _check_images(out, rec, images, store_db.data_dir)
             answer, pool = _pool(gt)
@@ -124,18 +128,6 @@ def test_llamafactory_export(store_db, tmp_path):
             _check_images(out, rec, row["images"], store_db.data_dir)
             assert score_completion(asst["content"], rec["answer"], [o["label"] for o in rec["options"]]).total == 1.0
     assert n == len(recs)
-
-
-def test_video_r1_export(store_db, tmp_path):
-    out, recs, _ = _frozen(store_db, tmp_path, "video-r1")
-    items = json.loads((out / "fx.json").read_text())
-    assert len(items) == len(recs)
-    for it in items:
-        rec = recs[it["problem_id"]]
-        assert it["process"] and it["data_type"] == "image" and all(p.startswith("./") for p in it["path"])
-        assert it["problem"].count(IMAGE_SLOT) == len(it["path"])
-        _check_images(out, rec, it["path"], store_db.data_dir)
-        assert score_completion(it["process"] + it["solution"], rec["answer"], it["options"]).total == 1.0
 
 
 def test_hf_export_has_no_masked_context(store_db, tmp_path):
@@ -189,3 +181,41 @@ def test_trl_export_through_trls_data_path(store_db, tmp_path):
             enc = proc(text=[text], images=imgs, return_tensors="pt")
             assert enc["image_grid_thw"].shape[0] == len(imgs)
     assert n == len(recs)
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_every_export_has_a_dataset_card(store_db, tmp_path, fmt):
+    """README.md with the Hub's YAML front matter: license, task, the set's hash and how it was made,
+    and (every format `datasets` reads) the split files and features that load_dataset(DIR) uses:
+    train / validation / test, every puzzle once."""
+    import yaml
+    from datasets import load_dataset
+    out, recs, h = _frozen(store_db, tmp_path, fmt)
+    text = (out / "README.md").read_text()
+    meta = yaml.safe_load(text.split("---\n")[1])
+    assert meta["license"] == "other" and meta["task_categories"] == ["video-text-to-text"]
+    assert meta["mvp"]["content_hash"] == h and meta["mvp"]["format"] == fmt and h in text
+    assert meta["mvp"]["made"]["params"]["split_seed"] == 0 and "mvp sets freeze" in text
+    counts = {}
+    for r in recs.values():
+        counts[SPLITS[r["split"]]] = counts.get(SPLITS[r["split"]], 0) + 1
+    assert {k: v["puzzles"] for k, v in meta["mvp"]["splits"].items()} == counts
+    if fmt == "jsonl":                  # the studio's snapshot (`mvp import`), not a `datasets` folder
+        assert "configs" not in meta
+        return
+    assert meta["dataset_info"]["features"]
+    ds = load_dataset(str(out), cache_dir=str(tmp_path / "hf-cache"))
+    assert {k: len(v) for k, v in ds.items()} == counts
+    key = {"hf": "id", "video-r1": "problem_id"}.get(fmt, "puzzle_id")
+    for split, d in ds.items():
+        rows = [r["extra_info"] for r in d] if fmt == "verl" else list(d)
+        assert {SPLITS[recs[r[key]]["split"]] for r in rows} == {split}
+
+
+def test_export_license_flag(store_db, tmp_path, capsys):
+    import yaml
+    out, _, _ = _frozen(store_db, tmp_path, "trl")
+    again = tmp_path / "licensed"
+    assert main(["export", "--set", "fx", "--format", "trl", "--out", str(again), "--license", "cc-by-4.0",
+                 "--db", store_db.url, "--data", str(store_db.data_dir)]) == 0
+    assert yaml.safe_load((again / "README.md").read_text().split("---\n")[1])["license"] == "cc-by-4.0"

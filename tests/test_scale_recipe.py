@@ -104,7 +104,7 @@ def test_every_data_field_is_in_a_real_verl_export(cfg, engine_set):
     data = cfg["data"]
     rows = _rows(cfg, export)
     assert all(rows.values())
-    for key, split in (("train_files", "train"), ("val_files", "val")):
+    for key, split in (("train_files", "train"), ("val_files", "validation")):
         for row in rows[key]:
             # the keys the config names, and the two verl's reward manager reads by fixed name
             for col in (data["prompt_key"], data["image_key"], data["reward_fn_key"], "reward_model", "extra_info"):
@@ -117,7 +117,7 @@ def test_every_data_field_is_in_a_real_verl_export(cfg, engine_set):
             gt = json.loads(row["reward_model"]["ground_truth"])
             rec = recs[row["extra_info"]["puzzle_id"]]
             assert gt == {"answer": rec["answer"], "pool": [o["label"] for o in rec["options"]]}
-            assert row["extra_info"]["split"] == split == rec["split"]
+            assert row["extra_info"]["split"] == split == {"val": "validation"}.get(rec["split"], rec["split"])
 
 
 def test_every_exported_prompt_fits_max_prompt_length(cfg, engine_set):

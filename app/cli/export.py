@@ -13,6 +13,8 @@ def register(sub) -> None:
     p.add_argument("--format", required=True, choices=list(FORMATS),
                    help="; ".join(f"{k}: {v}" for k, v in FORMATS.items()))
     p.add_argument("--out", required=True, help="output directory (must not exist or be empty)")
+    p.add_argument("--license", default="other",
+                   help="the dataset card's license field (a Hub license id, e.g. cc-by-4.0; default: other)")
     add_db_args(p)
     p.set_defaults(func=_export)
     p = sub.add_parser("sets", help="curated sets: freeze the accepted puzzles, list sets")
@@ -37,7 +39,7 @@ def _export(args) -> int:
     from db.engine import data_dir, open_db
     from db.sets.export import export_set
     with open_db(args.db, args.data)() as s:
-        out = export_set(s, args.set_name, args.format, Path(args.out), data_dir(args.data))
+        out = export_set(s, args.set_name, args.format, Path(args.out), data_dir(args.data), license=args.license)
     print(json.dumps(out))
     return 0
 

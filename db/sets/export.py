@@ -4,16 +4,20 @@
             content hash), OUT/set.json (manifest), and every frame the records name at OUT/<uri>.
             This is the snapshot `mvp train` reads and `mvp import` takes back.
 - hf:       OUT/data/<split>-00000-of-00001.parquet per split with the images embedded (datasets'
-            Image feature) and OUT/README.md; `datasets.load_dataset(OUT)` gives the set's splits
-            (train / val / test, by video) with PIL images. Records of a set frozen before splits
+            Image feature); `datasets.load_dataset(OUT)` gives the set's splits (train /
+            validation / test, by video) with PIL images. Records of a set frozen before splits
             existed go to "train".
-- verl, easyr1, trl: OUT/<split>.parquet per split, rows built by mvp_core/export/formats.py;
-            llamafactory: OUT/<split>.json + OUT/dataset_info.json; video-r1: OUT/<name>.json.
-            Their images are the context frames and options only (never a masked frame), copied
-            under OUT and named `./<uri>` relative to OUT (run the engine from OUT, or set its
-            image folder to OUT).
-The list of formats is mvp_core/export/formats.py FORMATS. Every format carries each puzzle's split
-(in jsonl it is the record's `split` field)."""
+- verl, trl: OUT/<split>.parquet per split, rows built by mvp_core/export/formats.py; easyr1:
+            OUT/data/<split>.parquet (a folder of parquet files only: EasyR1's `DIR@split`);
+            llamafactory: OUT/<split>.json + OUT/dataset_info.json. Their images are the context
+            frames and options only (never a masked frame), copied under OUT and named `./<uri>`
+            relative to OUT (run the engine from OUT, or set its image folder to OUT).
+- video-r1: OUT/<split>.json per split (its grpo script trains on the whole file it is given) and
+            one storyboard per puzzle under OUT/storyboards/ (mvp_core/export/storyboard.py).
+Every export has a dataset card, OUT/README.md (mvp_core/export/card.py): `datasets.load_dataset(OUT)`
+reads its splits from it. Split names are `datasets`' (formats.py SPLIT_NAMES: "val" is written
+"validation"); in jsonl the records keep the set's own `split` field byte for byte (the set hash).
+The list of formats is mvp_core/export/formats.py FORMATS."""
 from __future__ import annotations
 
 import json
@@ -25,7 +29,10 @@ from sqlalchemy.orm import Session
 from db.sets.importer import MANIFEST, RECORDS, copy_frames
 from db.sets.curated import get_set, set_lines, set_summary, write_lines
 from mvp_core.errors import UserError
-from mvp_core.export.formats import BUILDERS, FORMATS, llamafactory_info
+from mvp_core.export.card import card
+from mvp_core.export.formats import (BUILDERS, FORMATS, llamafactory_info, problem_text, split_name,
+                                     storyboard_uri)
+from mvp_core.export.storyboard import render
 
 
 def _prepare_out(out: Path) -> Path:
@@ -36,7 +43,9 @@ def _prepare_out(out: Path) -> Path:
     return out
 
 
-def export_set(session: Session, name: str, fmt: str, out: Path, data_dir: Path) -> dict:
+def export_set(session: Session, name: str, fmt: str, out: Path, data_dir: Path, license: str = "other") -> dict:
+    """Write set `name` as `fmt` into the empty folder `out`, with its dataset card (`license`: the
+    card's license field)."""
     if fmt not in FORMATS:
         raise UserError(f"format must be one of {', '.join(FORMATS)}")
     cs = get_set(session, name)
@@ -49,16 +58,22 @@ def export_set(session: Session, name: str, fmt: str, out: Path, data_dir: Path)
         raise UserError(f"{len(missing)} frames of set {name!r} are missing under {data_dir} "
                         f"(first: {missing[0]}); pass the right --data")
     out = _prepare_out(out)
+    counts = split_counts(records)
     if fmt == "jsonl":
         write_lines(lines, out / RECORDS)
         manifest = {**set_summary(cs), "created_at": cs.created_at.isoformat(), "format": "mvp-jsonl/1",
-                    "splits": split_counts(records)}
+                    "splits": counts}
         (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True))
         copy_frames(records, data_dir, out)
+        files, features = {}, None     # the studio's own snapshot: `mvp import` reads it, not `datasets`
     elif fmt == "hf":
-        _export_hf(records, data_dir, out, cs.name, cs.content_hash)
+        files, features = _export_hf(records, data_dir, out)
     else:
-        _export_rows(fmt, records, data_dir, out, cs.name, cs.content_hash)
+        files, features = _export_rows(fmt, records, data_dir, out, cs.content_hash)
+    made = {"min_distractors": cs.min_distractors, "n_excluded": cs.n_excluded, "params": cs.params,
+            "frozen_at": cs.created_at.isoformat()}
+    (out / "README.md").write_text(card(name=cs.name, fmt=fmt, content_hash=cs.content_hash, data_files=files,
+                                        features=features, counts=counts, made=made, license=license))
     return {"name": cs.name, "format": fmt, "out": str(out), "n_puzzles": len(records),
             "content_hash": cs.content_hash}
 
@@ -68,7 +83,7 @@ def split_counts(records: list[dict]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     videos: dict[str, set] = {}
     for r in records:
-        k = r.get("split", "train")
+        k = split_name(r)
         out.setdefault(k, {"puzzles": 0, "videos": 0})["puzzles"] += 1
         videos.setdefault(k, set()).add(r["video"]["id"])
     for k, v in videos.items():
@@ -76,17 +91,20 @@ def split_counts(records: list[dict]) -> dict[str, dict[str, int]]:
     return out
 
 
-def problem_text(rec: dict) -> str:
-    """The question in words (the images come separately); labels as in the record."""
-    m = rec["mask"]["length"]
-    n = len(rec["frames"])
-    opts = ", ".join(o["label"] for o in rec["options"])
-    return (f"These are {n} frames of a video in temporal order; frames {rec['mask']['start'] + 1} to "
-            f"{rec['mask']['start'] + m} are masked. From the options {opts}, choose the {m} frames that "
-            f"fill the gap and give their labels in temporal order as <answer>X, Y, ...</answer>.")
+def _features_yaml(features) -> list:
+    # The card's `dataset_info.features` list as `datasets` writes it into the cards it pushes (it
+    # has no public call for it); load_dataset(OUT) casts the files to these features.
+    from datasets import DatasetInfo
+    return DatasetInfo(features=features)._to_yaml_dict()["features"]
 
 
-def _export_hf(records: list[dict], data_dir: Path, out: Path, name: str, chash: str) -> None:
+def _inferred_features(rows: list[dict]) -> list:
+    import pyarrow as pa
+    from datasets import Features
+    return _features_yaml(Features.from_arrow_schema(pa.Table.from_pylist(rows).schema))
+
+
+def _export_hf(records: list[dict], data_dir: Path, out: Path) -> tuple[dict, list]:
     from datasets import Dataset, Features, Image, List, Value
 
     def img(uri):   # embedded bytes: the parquet file is self-contained
@@ -94,7 +112,7 @@ def _export_hf(records: list[dict], data_dir: Path, out: Path, name: str, chash:
     rows: dict[str, list[dict]] = {}
     for r in records:
         s, m = r["mask"]["start"], r["mask"]["length"]
-        split = r.get("split", "train")
+        split = split_name(r)
         rows.setdefault(split, []).append({
             "id": r["id"], "video_id": r["video"]["id"], "split": split, "problem": problem_text(r),
             "context_before": [img(f["uri"]) for f in r["frames"][:s]],
@@ -112,29 +130,32 @@ def _export_hf(records: list[dict], data_dir: Path, out: Path, name: str, chash:
     (out / "data").mkdir()
     for split, split_rows in rows.items():
         Dataset.from_list(split_rows, features=feats).to_parquet(str(out / "data" / f"{split}-00000-of-00001.parquet"))
-    configs = "".join(f"  - split: {k}\n    path: data/{k}-*.parquet\n" for k in rows)
-    (out / "README.md").write_text(
-        f"---\nconfigs:\n- config_name: default\n  data_files:\n{configs}"
-        f"---\n# MVP set `{name}`\n\nMasked Video Prediction puzzles, content hash `{chash}`. "
-        f"Splits are by video (no video in two splits). `record` holds the full puzzle record "
-        f"(docs/ARCHITECTURE.md, \"Puzzle record\").\n")
+    return {k: f"data/{k}-*.parquet" for k in rows}, _features_yaml(feats)
 
 
-def _export_rows(fmt: str, records: list[dict], data_dir: Path, out: Path, name: str, chash: str) -> None:
-    copy_frames(records, data_dir, out)
+def _export_rows(fmt: str, records: list[dict], data_dir: Path, out: Path, chash: str) -> tuple[dict, list]:
+    """The engine formats; (split -> file, the rows' features) for the card."""
+    if fmt == "video-r1":       # one storyboard per puzzle; the frames themselves are not needed
+        (out / "storyboards").mkdir()
+        for r in records:
+            render(r, data_dir)[0].save(out / storyboard_uri(r), quality=90)
+    else:
+        copy_frames(records, data_dir, out)
     rows: dict[str, list[dict]] = {}
     for i, r in enumerate(records):
-        rows.setdefault(r.get("split", "train"), []).append(BUILDERS[fmt](r, i, chash, lambda u: f"./{u}"))
-    if fmt == "video-r1":
-        (out / f"{name}.json").write_text(json.dumps([x for v in rows.values() for x in v], indent=1,
-                                                     ensure_ascii=False))
-    elif fmt == "llamafactory":
+        rows.setdefault(split_name(r), []).append(BUILDERS[fmt](r, i, chash, lambda u: f"./{u}"))
+    if fmt in ("video-r1", "llamafactory"):
+        files = {split: f"{split}.json" for split in rows}
         for split, split_rows in rows.items():
-            (out / f"{split}.json").write_text(json.dumps(split_rows, indent=1, ensure_ascii=False))
-        (out / "dataset_info.json").write_text(
-            json.dumps(llamafactory_info({k: f"{k}.json" for k in rows}), indent=2))
+            (out / files[split]).write_text(json.dumps(split_rows, indent=1, ensure_ascii=False))
+        if fmt == "llamafactory":
+            (out / "dataset_info.json").write_text(json.dumps(llamafactory_info(files), indent=2))
     else:
         import pyarrow as pa
         import pyarrow.parquet as pq
+        folder = "data/" if fmt == "easyr1" else ""     # EasyR1's DIR@split reads a folder of parquet files only
+        files = {split: f"{folder}{split}.parquet" for split in rows}
+        (out / folder).mkdir(exist_ok=True)
         for split, split_rows in rows.items():
-            pq.write_table(pa.Table.from_pylist(split_rows), out / f"{split}.parquet")
+            pq.write_table(pa.Table.from_pylist(split_rows), out / files[split])
+    return files, _inferred_features([x for v in rows.values() for x in v])
