@@ -177,13 +177,15 @@ def test_verl_dump_without_ids_is_placed_by_prompt_and_answer(capsys, studio, pr
 
 def test_easyr1_generations_by_their_logged_fields(capsys, studio, processor):
     """EasyR1's logged validation generation (input, output, label, score) at a step, from its own
-    export's rows (problem, answer, images): placed by prompt and label, scored by the project."""
+    export's rows (problem, answer, images; label: the plain answer text of EasyR1's default
+    answer_key): placed by prompt and label, scored by the project. The trained splits may be named
+    as the export names them ("validation" is the set's "val")."""
     import pyarrow.parquet as pq
 
     from mvp_core.reward import score_completion
     unique, recs = _told_apart(studio), studio["records"]
     lines, expect = [], {}
-    for f in sorted(studio["exports"]["easyr1"].glob("*.parquet")):
+    for f in sorted((studio["exports"]["easyr1"] / "data").glob("*.parquet")):
         for row in pq.read_table(f).to_pylist():
             if row["puzzle_id"] not in unique:
                 continue
@@ -196,9 +198,13 @@ def test_easyr1_generations_by_their_logged_fields(capsys, studio, processor):
     gens = studio["base"] / "easyr1-val.jsonl"
     gens.write_text("".join(json.dumps(x) + "\n" for x in lines))
     rc, out, err = mvp(capsys, "import-run", "--engine", "easyr1", "--generations", gens, "--set", SET,
-                       "--name", "easyr1-run", "--db", studio["url"], "--data", studio["data"])
+                       "--name", "easyr1-run", "--trained-split", "train,validation",
+                       "--db", studio["url"], "--data", studio["data"])
     assert rc == 0, err
     assert "(easyr1)" in out and "steps 7;" in out
+    from db.models.runs import Run
+    with studio["Session"]() as s:
+        assert s.get(Run, "easyr1-run").config["set_splits"] == ["train", "val"]
     rows = _stored(studio["Session"], "easyr1-run")
     assert {(r[1], r[2]): (r[3], r[4]) for r in rows} == {(pid, i): v for pid, vs in expect.items()
                                                           for i, v in enumerate(vs)}

@@ -24,8 +24,8 @@ def register(sub) -> None:
     p.add_argument("--base-model", help="the model the run started from (its step-0 answers are that model's)")
     p.add_argument("--name", help="run name (default ENGINE-<name of the first generations path>)")
     p.add_argument("--trained-split", default="train",
-                   help="the set's split(s) the run trained on, comma-separated (default train): `mvp eval --run` "
-                        "leaves them out")
+                   help="the set's split(s) the run trained on, comma-separated (default train; an export's "
+                        "`validation` is the set's `val`, either name works): `mvp eval --run` leaves them out")
     add_db_args(p)
     p.set_defaults(func=_import_run)
 
@@ -36,6 +36,7 @@ def _import_run(args) -> int:
     from db.runs.rollouts import run_id_for
     from db.sets.curated import get_set, load_set
     from mvp_core.errors import UserError
+    from mvp_core.export.formats import set_split
     from mvp_core.runs_import.checkpoints import check_hf_folder, parse_checkpoint_arg
     from mvp_core.runs_import.match import place, score_mismatches
     from mvp_core.runs_import.readers import read_generations
@@ -58,7 +59,7 @@ def _import_run(args) -> int:
     for g in gens:
         sources.setdefault(g.step, g.file)
     run_id = run_id_for(args.name or f"{args.engine}-{Path(args.generations[0]).resolve().name}")
-    splits = [x.strip() for x in args.trained_split.split(",") if x.strip()]
+    splits = [set_split(x.strip()) for x in args.trained_split.split(",") if x.strip()]
     config = {"engine": args.engine, "generations": [str(Path(p).resolve()) for p in args.generations],
               "checkpoints": {str(k): v for k, v in sorted(checkpoints.items())}, "set_name": args.set_name,
               "set_hash": set_hash, "set_splits": splits}

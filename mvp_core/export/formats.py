@@ -37,6 +37,11 @@ def split_name(rec: dict) -> str:
     return SPLIT_NAMES.get(s, s)
 
 
+def set_split(name: str) -> str:
+    """The set's own name for a split an export names ("validation" -> "val"); the set's names pass."""
+    return {v: k for k, v in SPLIT_NAMES.items()}.get(name, name)
+
+
 def problem_text(rec: dict, shown: str = "These are", where: str = "") -> str:
     """The question in words for formats that show the frames apart from the text; labels as in the
     record. `shown` opens it ("These are" N frames ...), `where` says where the gap and options are."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from mvp_core.errors import UserError
 from mvp_core.export.formats import IMAGE_SLOT, ground_truth, prompt_and_images
-from mvp_core.reward import score_completion
+from mvp_core.reward import parse_labels, score_completion
 from mvp_core.runs_import.readers import Generation
 
 LOG_THE_ID = ("log the puzzle id with the reward: reward.custom_reward_function.path=mvp_core/export/logged_reward.py "
@@ -41,14 +41,21 @@ def _squash(text: str) -> str:
 
 
 def _gt(value) -> object:
+    """A logged ground truth in one comparable form: the export's {answer, pool}, or the answer
+    labels alone where the engine logged the plain answer text (EasyR1's default `answer` column)."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except ValueError:
-            return value
+            return parse_labels(value) or value
     if isinstance(value, dict) and "answer" in value and "pool" in value:
         return {"answer": list(value["answer"]), "pool": list(value["pool"])}
     return value
+
+
+def _truths(rec: dict) -> list[str]:
+    """The keys a logged ground truth of `rec` can have: with and without the pool."""
+    return [json.dumps(_gt(ground_truth(rec)), sort_keys=True), json.dumps(list(rec["answer"]))]
 
 
 class Matcher:
@@ -59,7 +66,8 @@ class Matcher:
                      for r in records]
         self.by_truth: dict[str, list[tuple[str, str, object]]] = {}     # a logged ground truth narrows the search
         for key in self.keys:
-            self.by_truth.setdefault(json.dumps(key[2], sort_keys=True), []).append(key)
+            for truth in _truths(self.by_id[key[0]]):
+                self.by_truth.setdefault(truth, []).append(key)
 
     def puzzle_of(self, g: Generation) -> dict:
         if g.puzzle_id is not None:
@@ -67,7 +75,7 @@ class Matcher:
             if rec is None:
                 raise UserError(f"{g.source}: puzzle {g.puzzle_id!r} is not in set {self.set_name!r} "
                                 f"(import the run with the set it was exported from)")
-            if g.ground_truth is not None and _gt(g.ground_truth) != _gt(ground_truth(rec)):
+            if g.ground_truth is not None and json.dumps(_gt(g.ground_truth), sort_keys=True) not in _truths(rec):
                 raise UserError(f"{g.source}: its ground truth is not puzzle {g.puzzle_id!r}'s in set "
                                 f"{self.set_name!r} (exported from another set?)")
             return rec
