@@ -17,7 +17,7 @@ import pytest
 
 from mvp_core.export.formats import IMAGE_SLOT, masked_uris, solution
 from mvp_core.reward import score_completion
-from test_export_formats import _frozen, _sha
+from test_export_formats import SPLITS, _frozen, _sha
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "assets" / "clock-sft"             # the tiny Qwen2.5-VL (processor files included)
@@ -67,7 +67,7 @@ def test_verl_rlhf_dataset_and_reward_loader(store_db, tmp_path):
     res = json.loads(result.read_text())
 
     assert res["versions"]["verl"] == "0.9.1" and res["versions"]["verl_file"].startswith(str(ROOT / ".peers"))
-    assert set(res["splits"]) == {r.get("split", "train") for r in recs.values()}
+    assert set(res["splits"]) == {SPLITS[r["split"]] for r in recs.values()}       # train, validation, test
     rows = [r for s in res["splits"].values() for r in s["rows"]]
     assert all(len(s["rows"]) == s["file_rows"] for s in res["splits"].values())
     assert sorted(r["puzzle_id"] for r in rows) == sorted(recs)
