@@ -219,3 +219,21 @@ def test_export_license_flag(store_db, tmp_path, capsys):
     assert main(["export", "--set", "fx", "--format", "trl", "--out", str(again), "--license", "cc-by-4.0",
                  "--db", store_db.url, "--data", str(store_db.data_dir)]) == 0
     assert yaml.safe_load((again / "README.md").read_text().split("---\n")[1])["license"] == "cc-by-4.0"
+
+
+def test_push_to_hub_failure_is_one_line_and_keeps_the_export(store_db, tmp_path, capsys, monkeypatch):
+    """No Hub here: a Hub that refuses the connection. The export is written and checked first, the
+    push failure is one line naming the repository, and the folder still loads whole."""
+    import huggingface_hub.constants
+    from datasets import load_dataset
+    _, recs, _ = _frozen(store_db, tmp_path, "verl")
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setenv("HF_TOKEN", "hf_not_a_token")
+    out = tmp_path / "pushed"
+    rc = main(["export", "--set", "fx", "--format", "verl", "--out", str(out), "--push-to-hub", "me/mvp-fx",
+               "--db", store_db.url, "--data", str(store_db.data_dir)])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    assert "'me/mvp-fx'" in err and f"complete in {out}" in err
+    ds = load_dataset(str(out), cache_dir=str(tmp_path / "hf-cache"))
+    assert sum(len(d) for d in ds.values()) == len(recs)

@@ -15,6 +15,10 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="output directory (must not exist or be empty)")
     p.add_argument("--license", default="other",
                    help="the dataset card's license field (a Hub license id, e.g. cc-by-4.0; default: other)")
+    p.add_argument("--push-to-hub", metavar="REPO",
+                   help="also upload the export folder, card included, to this Hub dataset repository "
+                        "(owner/name; token from HF_TOKEN or `hf auth login`)")
+    p.add_argument("--private", action="store_true", help="with --push-to-hub: create the repository private")
     add_db_args(p)
     p.set_defaults(func=_export)
     p = sub.add_parser("sets", help="curated sets: freeze the accepted puzzles, list sets")
@@ -40,8 +44,28 @@ def _export(args) -> int:
     from db.sets.export import export_set
     with open_db(args.db, args.data)() as s:
         out = export_set(s, args.set_name, args.format, Path(args.out), data_dir(args.data), license=args.license)
+    if args.push_to_hub:
+        out["hub"] = _push(Path(args.out), args.push_to_hub, args.private)
     print(json.dumps(out))
     return 0
+
+
+def _push(folder, repo_id: str, private: bool) -> str:
+    """Upload the finished export as it is (its card says how `datasets` reads it), so the Hub copy
+    is the folder that was checked locally; the local export stays whole whatever the Hub answers."""
+    from huggingface_hub import HfApi
+
+    from mvp_core.errors import UserError
+    api = HfApi()
+    try:
+        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
+                          commit_message="mvp export")
+    except Exception as e:    # noqa: BLE001 -- the client raises its HTTP library's own errors (no stable public type)
+        why = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        raise UserError(f"the export is complete in {folder}, but pushing it to the Hub repository "
+                        f"{repo_id!r} failed: {why}") from None
+    return f"{api.endpoint}/datasets/{repo_id}"
 
 
 def _freeze(args) -> int:
