@@ -201,8 +201,8 @@ def _freeze_with_splits_and_export(fresh, browser, tmp_path):
     assert sum(len(v) for v in ds.values()) == 4
     first = next(iter(ds.values()))[0]
     assert len(first["options"]) == len(first["option_labels"]) and first["answer"]
-    items = json.loads((out["video-r1"] / "first-set.json").read_text())
-    assert len(items) == 4 and all(Path(out["video-r1"] / u).is_file() for i in items for u in i["path"])
+    items = [i for f in sorted(out["video-r1"].glob("*.json")) for i in json.loads(f.read_text())]   # one per split
+    assert len(items) == 4 and all((out["video-r1"] / i["path"]).is_file() for i in items)
 
 
 def test_from_an_empty_folder_to_an_exported_set(fresh, browser, tmp_path):
