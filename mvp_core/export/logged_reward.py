@@ -2,11 +2,12 @@
 forms, logging each answer's puzzle id beside its score, so `mvp import-run` puts every logged
 generation on its puzzle even where two puzzles share a prompt text and answer (docs/scale.md).
 
-- verl: `custom_reward_function.path=<this file> custom_reward_function.name=compute_score`: verl
-  takes "score" as the reward and writes the other keys into its validation dumps.
+- verl: `reward.custom_reward_function.path=<this file> reward.custom_reward_function.name=compute_score`:
+  verl takes "score" as the reward and writes the other keys into its validation dumps.
 - TRL: `GRPOTrainer(reward_funcs=[mvp_reward], args=GRPOConfig(log_completions=True))` on the trl
   export: the reward of each completion against the row's answer and options (labels), and the
-  row's puzzle_id logged into TRL's completions table (`log_extra`).
+  row's puzzle_id logged into TRL's completions table (`log_extra`). Video-R1's trainer calls its
+  reward functions the same way with every column of the video-r1 export (answer and options too).
 
 Loadable by path outside the project's environment, as reward_fn.py is."""
 from __future__ import annotations
