@@ -164,7 +164,8 @@ def test_hf_and_video_r1_exports(store_db, tmp_path):
     import datasets
     # a private cache: datasets' shared cache can hand back an older folder's rows
     dd = datasets.load_dataset(str(tmp_path / "hf"), cache_dir=str(tmp_path / "hf_cache"))
-    assert sorted(dd) == sorted({r["split"] for r in items}) and sum(len(d) for d in dd.values()) == len(items)
+    named = {"train": "train", "val": "validation", "test": "test"}     # the set's split names -> datasets'
+    assert sorted(dd) == sorted({named[r["split"]] for r in items}) and sum(len(d) for d in dd.values()) == len(items)
     videos = {k: set(d["video_id"]) for k, d in dd.items()}       # no video in two splits of the export
     assert all(videos[a].isdisjoint(videos[b]) for a in videos for b in videos if a < b)
     assert all(set(d["split"]) == {k} for k, d in dd.items())
@@ -176,13 +177,14 @@ def test_hf_and_video_r1_exports(store_db, tmp_path):
     assert img.size[0] > 0 and img.mode == "RGB"
     assert len(row["context_before"]) == rec["mask"]["start"]
     assert main(["export", *common, "--format", "video-r1", "--out", str(tmp_path / "vr1")]) == 0
-    data = json.loads((tmp_path / "vr1" / "fmt.json").read_text())
+    data = [d for f in sorted((tmp_path / "vr1").glob("*.json")) for d in json.loads(f.read_text())]
     assert len(data) == len(items)
-    split_of = {r["id"]: r["split"] for r in items}
+    split_of = {r["id"]: named[r["split"]] for r in items}
     for d in data:
         assert {"problem_id", "problem", "data_type", "problem_type", "options", "solution", "path"} <= set(d)
         assert d["split"] == split_of[d["problem_id"]]
-        assert d["path"] and all((tmp_path / "vr1" / u).is_file() for u in d["path"])
+        assert (tmp_path / "vr1" / d["split"]).with_suffix(".json").is_file()
+        assert (tmp_path / "vr1" / d["path"]).is_file()
     r0 = next(r for r in items if r["id"] == data[0]["problem_id"])
     assert data[0]["solution"] == f"<answer>{', '.join(r0['answer'])}</answer>"
     assert main(["export", "--set", "nope", "--format", "jsonl", "--out", str(tmp_path / "y"),
