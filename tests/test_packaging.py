@@ -5,6 +5,7 @@ shipped config named by its short name."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -120,19 +121,30 @@ def test_the_wheel_serves_from_a_fresh_environment(installed, tmp_path):
 
 
 def test_the_reward_imports_from_a_bare_install(wheel, tmp_path):
-    """The light install beside another trainer (verl, EasyR1, LLaMA-Factory pin other transformers):
-    `pip install --no-deps mvp-studio` into an environment with no third-party package at all, and the
-    project's reward still imports and scores (mvp_core/reward.py is pure Python)."""
+    """The reward and export side beside another trainer (verl, EasyR1, LLaMA-Factory pin other
+    transformers): the package without its [studio] extra, in an environment with no third-party package
+    at all, imports the reward and the engines' export and reward modules and scores; the studio's
+    commands there say in one line which extra they need."""
     env_dir = _fresh_env(tmp_path / "bare", wheel, reuse_installed=False)
     py = env_dir / "bin" / "python"
+    alone = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}      # nothing but the bare venv
     code = ("import sys, mvp_core.reward as r; "
             "bad = [m for m in ('torch', 'numpy', 'transformers', 'pydantic') if m in sys.modules]; "
             "pool = ['A', 'B', 'C', 'D']; "
             "print(bad, r.score_prediction(['A', 'C'], ['A', 'C'], pool).exact, "
             "r.score_prediction(['C', 'A'], ['A', 'C'], pool).exact, r.__file__)")
-    out = subprocess.run([py, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    out = subprocess.run([py, "-c", code], cwd=tmp_path, env=alone, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.startswith("[] 1.0 0.0 ") and str(env_dir) in out.stdout, out.stdout
+    code = ("import sys, mvp_core.export.formats, mvp_core.export.reward_fn, mvp_core.export.logged_reward; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names) "
+            "- {'mvp_core', '__main__'}))")
+    out = subprocess.run([py, "-c", code], cwd=tmp_path, env=alone, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr[-2000:] + out.stdout
+    out = subprocess.run([env_dir / "bin" / "mvp", "train", "tiny"], cwd=tmp_path, env=alone, capture_output=True,
+                         text=True)
+    assert out.returncode == 2 and "pip install 'mvp-studio[studio]'" in out.stderr, out.stderr[-2000:]
+    assert len(out.stderr.strip().splitlines()) == 1
 
 
 def test_a_shipped_config_trains_by_name_outside_the_checkout(installed, tiny_model_dir, model_data, tmp_path):
@@ -156,3 +168,31 @@ def test_a_shipped_config_trains_by_name_outside_the_checkout(installed, tiny_mo
     out = subprocess.run([mvp, "train", "tiny.yml"], cwd=away, env=env, capture_output=True, text=True)
     assert out.returncode != 0 and "tiny.yml" in out.stderr and "verl/mvp-grpo-qwen25vl" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
+
+
+def _peer_pins(overlay: str) -> list[str]:
+    """requirements-peers.txt's exact pins of one overlay (`<overlay> <pin>` lines)."""
+    lines = (ROOT / "requirements-peers.txt").read_text().splitlines()
+    return [x.split()[1] for x in lines if x.strip() and not x.startswith("#") and x.split()[0] == overlay]
+
+
+def test_the_reward_side_resolves_beside_verls_reward_side(wheel, tmp_path):
+    """One environment for the studio's reward and export side (the package without its [studio] extra) and
+    verl 0.9.1 with its reward loader's pins (requirements-peers.txt, overlay verl: transformers 5.10.4,
+    tokenizers 0.22.2, hydra, omegaconf, ...): pip's own resolver in a fresh venv, a dry run (metadata
+    only, nothing installed) that must find one version of everything. The whole studio cannot: verl caps
+    transformers below 5.11 and the studio needs 5.24 (docs/install.md)."""
+    env_dir = tmp_path / "fresh"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
+    peers = _peer_pins("verl")
+    assert "verl==0.9.1" in peers and "transformers==5.10.4" in peers
+    report = tmp_path / "report.json"
+    out = subprocess.run([sys.executable, "-m", "pip", "--python", str(env_dir / "bin" / "python"), "install",
+                          "--dry-run", "--ignore-installed", "--quiet", "--report", str(report), str(wheel), *peers],
+                         capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    chosen = {x["metadata"]["name"].lower().replace("_", "-"): x["metadata"]["version"]
+              for x in json.loads(report.read_text())["install"]}
+    assert chosen["mvp-studio"] == "0.1.0" and chosen["verl"] == "0.9.1"
+    assert (chosen["transformers"], chosen["tokenizers"]) == ("5.10.4", "0.22.2")
+    assert "gradio" not in chosen and "duckdb" not in chosen     # nothing of the studio's own stack came along
