@@ -157,7 +157,8 @@ def test_a_shipped_config_trains_by_name_outside_the_checkout(installed, tiny_mo
     mvp = installed / "bin" / "mvp"
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     out = subprocess.run([mvp, "train", "tiny", f"model={tiny_model_dir}", f"puzzles={data / 'puzzles.jsonl'}",
-                          "output_dir=run", "max_steps=2", "save_steps=2", "max_completion_length=8"],
+                          "output_dir=run", "max_steps=2", "save_steps=2", "max_completion_length=8",
+                          "num_generations=2", "per_device_train_batch_size=2", "gradient_accumulation_steps=1"],
                          cwd=away, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     used = yaml.safe_load((away / "run" / "config.yaml").read_text())
