@@ -55,8 +55,8 @@ def config_and_overrides(args) -> tuple[str | None, list[str]]:
         return path, overrides
     found = resolve_config(path)
     if not _exists(str(found)):
-        raise UserError(f"config file {path} does not exist and is no shipped config "
-                        f"({', '.join(shipped_configs())})")
+        own = [n for n in shipped_configs() if "/" not in n]     # subfolders hold other engines' recipes
+        raise UserError(f"config file {path} does not exist and is no shipped config ({', '.join(own)})")
     return str(found), overrides
 
 
