@@ -30,6 +30,28 @@ def config(name: str) -> Path:
     return folder("configs") / name
 
 
+def shipped_configs() -> list[str]:
+    """The shipped configs' short names: their paths under configs/ without ".yaml" ("tiny", "verl/...")."""
+    root = folder("configs")
+    return sorted(p.relative_to(root).with_suffix("").as_posix() for p in root.rglob("*.yaml"))
+
+
+def resolve_config(given: str) -> Path:
+    """A config as named on the command line: an existing file as it is; otherwise a shipped config by its
+    short name with or without ".yaml" (`mvp train tiny` from any folder, the installed package's copy);
+    otherwise the path as given, for the loader to report as missing."""
+    path = Path(given)
+    try:
+        if path.exists():
+            return path
+    except OSError:                      # a name longer than a file name can be (ENAMETOOLONG) is no file
+        return path
+    name = given.removesuffix(".yaml")
+    if name in shipped_configs():        # only a listed name: "../x" cannot reach outside configs/
+        return config(f"{name}.yaml")
+    return path
+
+
 def warm_start() -> Path:
     """The shipped SFT warm start (assets/clock-sft, its MODEL_CARD.md)."""
     return folder("assets") / "clock-sft"

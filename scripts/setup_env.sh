@@ -16,6 +16,15 @@ hash="$(cat requirements.txt requirements-dev.txt pyproject.toml setup.py | sha2
 stamp="$V/.installed-$kind-$hash"
 # dev includes runtime (-r requirements.txt): a dev install needs no second pip run
 if [ ! -f "$stamp" ] && [ ! -f "$V/.installed-dev-$hash" ]; then
+  # PyPI's Linux torch is the CUDA build (its nvidia-* and triton wheels are ~4 of the ~7 GB installed);
+  # a machine without a GPU installs torch and torchvision from a CPU index first when TORCH_INDEX_URL names
+  # one (https://download.pytorch.org/whl/cpu; docs/install.md); the pins below then find them installed
+  # (2.14.1+cpu satisfies ==2.14.1). Not the default: that index is not reachable everywhere PyPI is.
+  if [ -n "${TORCH_INDEX_URL:-}" ]; then
+    "$V"/bin/pip install -q --index-url "$TORCH_INDEX_URL" $(grep -E '^torch(vision)?==' requirements.txt)
+  elif ! command -v nvidia-smi >/dev/null 2>&1; then
+    echo "setup_env: no GPU seen; torch comes from PyPI as its CUDA build (TORCH_INDEX_URL=... for a CPU one: docs/install.md)" >&2
+  fi
   "$V"/bin/pip install -q -r "$req"
   "$V"/bin/pip install -q --no-deps -e .
   touch "$stamp"

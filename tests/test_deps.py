@@ -1,7 +1,7 @@
 """Dependencies declared once and complete (docs/ARCHITECTURE.md, "Dependencies"): every third-party
 module imported under app/, db/, mvp_core/ comes from a distribution that requirements.txt names
 directly (a package that only arrives through another one can vanish with that one's next release),
-and pyproject's [project] dependencies name the same distributions, each exact pin inside its range."""
+and pyproject's [studio] extra names the same distributions, each exact pin inside its range."""
 from __future__ import annotations
 
 import ast
@@ -63,8 +63,10 @@ def test_every_runtime_import_is_a_direct_runtime_requirement():
 
 
 def test_pyproject_dependencies_match_the_pins():
+    """The package alone (the reward and export side) needs nothing; the [studio] extra names the pins."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    ranges = {_norm(Requirement(r).name): Requirement(r) for r in project["dependencies"]}
+    assert project["dependencies"] == []
+    ranges = {_norm(Requirement(r).name): Requirement(r) for r in project["optional-dependencies"]["studio"]}
     pins = _pins(ROOT / "requirements.txt")
     assert set(ranges) == set(pins), (f"only in pyproject: {sorted(set(ranges) - set(pins))}; "
                                       f"only in requirements.txt: {sorted(set(pins) - set(ranges))}")

@@ -28,7 +28,9 @@ def add_db_args(p, *, db_required_for: str = "") -> None:
 def add_trainer_args(p) -> None:
     """What `mvp train` and `mvp sft` share: CONFIG [key=value ...], --resume, --set NAME (with
     --db/--data) and --print-config."""
-    p.add_argument("config", nargs="?", help="YAML config file (optional when every setting is given as key=value)")
+    p.add_argument("config", nargs="?", help="YAML config file, or a shipped config by name from any folder (tiny, "
+                                             "web, ...; see the error for the list); optional when every setting "
+                                             "is given as key=value")
     p.add_argument("overrides", nargs="*", help="key=value settings that override the file, e.g. max_steps=10")
     p.add_argument("--resume", action="store_true", help="continue the run in output_dir from its latest checkpoint")
     p.add_argument("--set", dest="set_name", help="snapshot this curated set from the database as the puzzles file")
@@ -41,11 +43,21 @@ def add_trainer_args(p) -> None:
 
 def config_and_overrides(args) -> tuple[str | None, list[str]]:
     """(config file or None, overrides): `mvp train key=value ...` without a file puts the first
-    key=value where CONFIG goes."""
+    key=value where CONFIG goes; a CONFIG that is no file but a shipped config's name
+    (mvp_core/resources.py) is that config."""
+    from mvp_core.errors import UserError
+    from mvp_core.resources import resolve_config, shipped_configs
+
     path, overrides = args.config, list(args.overrides)
     if path and "=" in path and not _exists(path):
         return None, [path] + overrides
-    return path, overrides
+    if not path:
+        return path, overrides
+    found = resolve_config(path)
+    if not _exists(str(found)):
+        own = [n for n in shipped_configs() if "/" not in n]     # subfolders hold other engines' recipes
+        raise UserError(f"config file {path} does not exist and is no shipped config ({', '.join(own)})")
+    return str(found), overrides
 
 
 def _exists(path: str) -> bool:

@@ -36,9 +36,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
+    except ModuleNotFoundError as e:
+        top = (e.name or "").split(".")[0]
+        if not top or top in sys.stdlib_module_names or top in ("app", "db", "mvp_core"):
+            raise
+        # the package alone is the reward and export side (pyproject.toml); the rest is the [studio] extra
+        print(f"error: {top} is not installed; the studio's dependencies are its [studio] extra: "
+              f"pip install 'mvp-studio[studio]'", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -123,7 +123,10 @@ def run_step(ctx: StepContext, puzzles: list, data) -> dict:
     rows = completion_rows(puzzles, roll.completions, texts, scores, my_adv, ctx.info, ctx.cfg.num_generations,
                            ctx.eos_ids)
     return {"rewards": all_r, "adv": adv, "local_scores": scores, "stats": stats, "rows": rows,
-            "n_local": len(scores), "timer": ctx.timer, "n_tokens_local": n_tokens_local}
+            "n_local": len(scores), "timer": ctx.timer, "n_tokens_local": n_tokens_local,
+            # for the logged lengths (runlog.step_metrics): which completions ended on a stop token, prompt tokens
+            "ended_local": [bool(c.numel()) and int(c[-1]) in ctx.eos_ids for c in roll.completions],
+            "prompt_tokens_local": sum(int(e["input_ids"].shape[-1]) for e in roll.seq_encs)}
 
 
 def rollout(ctx: StepContext, puzzles: list, data) -> Rollout:

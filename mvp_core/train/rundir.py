@@ -25,6 +25,8 @@ METRIC_FIELDS = (
     "kl", "entropy", "loss", "grad_norm", "lr", "step_s", "samples_per_s", "tokens_per_s",
     "time/generate_s", "time/score_s", "time/logprob_s", "time/backward_s", "time/optimizer_s", "time/other_s",
     "epoch", "time", "sampler/non_policy",
+    "reward_std_batch", "completion_length/min", "completion_length/max", "clipped_ratio",
+    "terminated_length/mean", "terminated_length/min", "terminated_length/max", "step_tokens", "num_tokens",
 )
 
 
