@@ -6,7 +6,8 @@ Why one mount per page rather than tabs in one Blocks: access is then enforced b
 request to a page, or to any of its Gradio endpoints (/rollouts/gradio_api/...), is refused with
 401/403 unless the session's role may use that page, before Gradio sees it; and each handler checks
 the role again (`app.web.common.guard`). Files are served only through /data and /thumb, which accept
-media under the data directory's media folders and nothing else (`app.web.files.safe_path`)."""
+media under the data directory's media folders and nothing else (`app.web.files.servable`, the one
+rule every file route uses, the Data page's export download included)."""
 from __future__ import annotations
 
 import os
