@@ -1,6 +1,6 @@
 """Login limits that an outsider cannot turn against the owner (app/web/auth.py): failed guesses count per
-(name, address) and per address; `mvp users unlock NAME` forgets a name's failed guesses; and
-X-Forwarded-For is believed only from proxies the admin names (MVP_TRUSTED_PROXIES, none by default), so
+(name, address) and per address (an address is slowed, never locked: its owners still get in);
+`mvp users unlock NAME` forgets a name's failed guesses; and X-Forwarded-For is believed only from proxies the admin names (MVP_TRUSTED_PROXIES, none by default), so
 a client cannot pick the address its guesses count against. Run on SQLite and PostgreSQL."""
 from __future__ import annotations
 
@@ -68,4 +68,6 @@ def test_unlock_and_forwarded_for_is_not_trusted_by_default(plain_server):
     codes = [_guess(srv.url, f"name{i}", "wrong-password", f"10.8.{i}.1") for i in range(LOGIN_PER_ADDR)]
     assert codes.count(401) == LOGIN_PER_ADDR - LOGIN_PER_NAME and codes.count(429) == LOGIN_PER_NAME, codes
     assert _guess(srv.url, "name99", "wrong-password", "10.7.7.7") == 429
+    # slowed, not locked: the owner's right password from the same (shared, local) address gets in
+    assert _guess(srv.url, "owner", "owner-password-1", "10.7.7.8") == 303
     assert httpx.get(srv.url + "/login", timeout=30).status_code == 200

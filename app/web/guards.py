@@ -1,8 +1,12 @@
 """The HTTP-level guards every request passes (docs/web.md, "What the server refuses"), as one ASGI
 middleware function installed by `app.web.server.build_app`:
 
+0. Host names: a request whose Host is not one of the allowed names (app/web/settings.py) gets 400
+   before anything else (Starlette's TrustedHostMiddleware), so a DNS-rebinding page cannot reach the
+   server under a name of its own.
 1. Cross-site writes: an unsafe method (POST, PUT, PATCH, DELETE) whose `Origin` is not this server's
-   own host, or whose `Sec-Fetch-Site` says another origin sent it, is refused 403. This is what stops
+   own host -- the same host as the Host header *and* an allowed name, since Host alone is the
+   client's word -- or whose `Sec-Fetch-Site` says another origin sent it, is refused 403. This is what stops
    a page on another port of the same host (same *site*, so SameSite cookies are sent) from posting
    logins, logouts, verdicts or Gradio events. Clients that send neither header (curl, httpx) are not
    browsers carrying someone else's cookie and pass.
@@ -30,6 +34,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.web.auth import COOKIE, PAGE_ROLES, Auth
 from app.web.csp import with_policy
+from app.web.settings import ServeSettings
 
 SECURITY_HEADERS = {                  # and the Content-Security-Policy: app/web/csp.py
     "X-Frame-Options": "SAMEORIGIN",
@@ -46,11 +51,15 @@ GRADIO_REFUSED = ("upload", "upload_progress", "process_recording", "component_s
 GRADIO_ADMIN_ONLY = ("monitoring", "profiling")
 
 
-def cross_site(request: Request) -> bool:
+def cross_site(request: Request, settings: ServeSettings) -> bool:
     """True when a browser says another origin sent this request."""
     origin = request.headers.get("origin")
     if origin is not None:
-        return origin == "null" or urlsplit(origin).netloc.lower() != request.headers.get("host", "").lower()
+        parts = urlsplit(origin)
+        host = (parts.hostname or "").lower()
+        host = f"[{host}]" if ":" in host else host
+        return origin == "null" or parts.netloc.lower() != request.headers.get("host", "").lower() \
+            or not settings.host_allowed(host)
     site = request.headers.get("sec-fetch-site")
     return site is not None and site not in ("same-origin", "none")
 
@@ -93,14 +102,14 @@ async def _page_check(request: Request, auth: Auth, pages, user) -> JSONResponse
     return None
 
 
-def install(app, auth: Auth, pages) -> None:
+def install(app, auth: Auth, pages, settings: ServeSettings) -> None:
     """Add the guard middleware to `app`. `request.state.user` is the caller's
     `db.users.sessions.SessionUser` (or None) for the routes behind it."""
 
     @app.middleware("http")
     async def guard(request: Request, call_next):
         try:
-            resp = await _guarded(request, call_next, auth, pages)
+            resp = await _guarded(request, call_next, auth, pages, settings)
         except Exception as e:            # noqa: BLE001  only storage faults are answered here
             from db.faults import storage_problem
             line = storage_problem(e)
@@ -112,12 +121,15 @@ def install(app, auth: Auth, pages) -> None:
             resp.headers.setdefault(k, v)
         return resp
 
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts), www_redirect=False)
 
-async def _guarded(request: Request, call_next, auth: Auth, pages):
+
+async def _guarded(request: Request, call_next, auth: Auth, pages, settings: ServeSettings):
     token = request.cookies.get(COOKIE)
     user = await run_in_threadpool(auth.session_of, token) if token else None
     request.state.user = user
-    if request.method in UNSAFE_METHODS and cross_site(request):
+    if request.method in UNSAFE_METHODS and cross_site(request, settings):
         return _refused(403, "forbidden: cross-site request (its Origin is not this server)")
     return await _page_check(request, auth, pages, user) or await call_next(request)
 

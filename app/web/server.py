@@ -23,6 +23,7 @@ from mvp_core import resources
 from app.web.auth import COOKIE, PAGE_ROLES, SESSION_TTL_S, Auth
 from app.web.common import WebContext
 from app.web.pages import BY_PATH, PAGES, Page, script_url
+from app.web.settings import ServeSettings
 
 ROOT = Path(__file__).resolve().parents[2]   # the repository (app/web/server.py -> ../..)
 STATIC_DIR = resources.folder("static")
@@ -144,10 +145,13 @@ def _add_file_routes(app: FastAPI, data: Path) -> None:
         return serve(request, path, thumb=True)
 
 
-def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_cookies: bool | None = None):
+def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_cookies: bool | None = None,
+              settings: ServeSettings | None = None):
     """The FastAPI app serving everything. Only media under `data_dir` are ever served
-    (app/web/files.py); `secure_cookies` None means "Secure when the request came over HTTPS"."""
+    (app/web/files.py); `secure_cookies` None means "Secure when the request came over HTTPS";
+    `settings` None: the local host names, no trusted proxy (app/web/settings.py)."""
     from app.web import guards
+    settings = settings or ServeSettings()
 
     ctx = _web_context(data_dir, db_url)
     app = FastAPI(title="MVP Studio", docs_url=None, redoc_url=None, openapi_url=None)
@@ -155,7 +159,7 @@ def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_coo
     builders = _page_builders()
     ctx.pages = tuple(builders)
     _add_cors_policy(app)
-    guards.install(app, ctx.auth, builders)
+    guards.install(app, ctx.auth, builders, settings)
     _add_auth_routes(app, ctx.auth, builders, secure_cookies)
     _add_file_routes(app, ctx.data_dir)
     _add_static_routes(app)
@@ -231,12 +235,13 @@ def _page_user(page: str):
 
 
 def serve_forever(data_dir, db_url=None, host: str = "127.0.0.1", port: int = 7860,
-                  secure_cookies: bool | None = None) -> None:
+                  secure_cookies: bool | None = None, settings: ServeSettings | None = None) -> None:
     import uvicorn
-    app = build_app(data_dir, db_url, secure_cookies=secure_cookies)
-    # X-Forwarded-For/-Proto are believed only from the proxies the admin names (MVP_TRUSTED_PROXIES,
-    # comma-separated addresses or networks); by default from nobody, not uvicorn's 127.0.0.1: a local
-    # client could otherwise pick the address the login throttle counts (docs/security.md).
-    trusted = os.environ.get("MVP_TRUSTED_PROXIES", "").strip()
+    settings = settings or ServeSettings.from_env(host)
+    app = build_app(data_dir, db_url, secure_cookies=secure_cookies, settings=settings)
+    # X-Forwarded-For/-Proto are believed only from the proxies the admin names; by default from nobody,
+    # not uvicorn's 127.0.0.1: a local client could otherwise pick the address the login throttle counts
+    # (docs/security.md, "Deployment").
+    trusted = ",".join(settings.trusted_proxies)
     uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=bool(trusted),
                 forwarded_allow_ips=trusted or None)
