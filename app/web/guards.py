@@ -16,6 +16,9 @@ middleware function installed by `app.web.server.build_app`:
    component server functions, deep links, and Gradio's run-history and "vibe" editor routes are
    refused for everyone; its monitoring and profiling routes (endpoint
    timings) for everyone but admins.
+   Past these, one user's (or, logged out, one address's) requests and request-body bytes in flight
+   are bounded (app/web/limits.py `InFlight`, sizes in app/web/settings.py): over them a request waits
+   for a slot, then gets 429. Gradio's event streams (no body, long-lived) are not counted.
 4. Storage faults: a request that ran into a full disk or a read-only data folder is answered 507 with
    one line (db/faults.py), a page for a browser, JSON otherwise, and the line is logged; the
    transaction it was in was rolled back, so nothing is half-written.
@@ -34,6 +37,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.web.auth import COOKIE, PAGE_ROLES, Auth
 from app.web.csp import with_policy
+from app.web.limits import STREAMS, InFlight, body_cost
 from app.web.settings import ServeSettings
 
 SECURITY_HEADERS = {                  # and the Content-Security-Policy: app/web/csp.py
@@ -105,11 +109,12 @@ async def _page_check(request: Request, auth: Auth, pages, user) -> JSONResponse
 def install(app, auth: Auth, pages, settings: ServeSettings) -> None:
     """Add the guard middleware to `app`. `request.state.user` is the caller's
     `db.users.sessions.SessionUser` (or None) for the routes behind it."""
+    inflight = InFlight(settings.max_requests_per_user, settings.max_body_bytes_per_user, settings.queue_wait_s)
 
     @app.middleware("http")
     async def guard(request: Request, call_next):
         try:
-            resp = await _guarded(request, call_next, auth, pages, settings)
+            resp = await _guarded(request, call_next, auth, pages, settings, inflight)
         except Exception as e:            # noqa: BLE001  only storage faults are answered here
             from db.faults import storage_problem
             line = storage_problem(e)
@@ -125,13 +130,22 @@ def install(app, auth: Auth, pages, settings: ServeSettings) -> None:
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts), www_redirect=False)
 
 
-async def _guarded(request: Request, call_next, auth: Auth, pages, settings: ServeSettings):
+async def _guarded(request: Request, call_next, auth: Auth, pages, settings: ServeSettings, inflight: InFlight):
     token = request.cookies.get(COOKIE)
     user = await run_in_threadpool(auth.session_of, token) if token else None
     request.state.user = user
     if request.method in UNSAFE_METHODS and cross_site(request, settings):
         return _refused(403, "forbidden: cross-site request (its Origin is not this server)")
-    return await _page_check(request, auth, pages, user) or await call_next(request)
+    refused = await _page_check(request, auth, pages, user)
+    if refused is not None:
+        return refused
+    if STREAMS.search(request.url.path):
+        return await call_next(request)
+    who = f"user:{user.name}" if user is not None else f"addr:{request.client.host if request.client else '?'}"
+    async with inflight.slot(who, body_cost(request.method, dict(request.scope["headers"]))) as ok:
+        if not ok:
+            return _refused(429, "too many requests in flight for this user; try again in a few seconds")
+        return await call_next(request)
 
 
 def storage_answer(request: Request, line: str):
