@@ -106,23 +106,41 @@ def servable(data_dir: Path, rel: str, folders: tuple[Folder, ...] = SERVED) -> 
     st = os.stat(real)
     if not stat.S_ISREG(st.st_mode):
         raise PathRefused(f"not a file: {rel!r}")
-    _not_the_database(root, st, rel)
+    _not_the_database(root, st, f"refused path {rel!r}")
     _content_matches(real, st, rel, folder)
     return real
 
 
-def _not_the_database(root: Path, st: os.stat_result, rel: str) -> None:
+def _not_the_database(root: Path, st: os.stat_result, label: str) -> None:
     """Refuse a file with more than one link or with the inode of the database or its -wal/-shm, by
     stat alone: opening and closing the SQLite file in this process would drop the server's locks."""
     if st.st_nlink > 1:
-        raise PathRefused(f"refused path {rel!r}: a file with more than one link is not served")
+        raise PathRefused(f"{label}: a file with more than one link is refused (a hard link can make "
+                          "the database look like any file)")
     for name in DB_FILES:
         try:
             db = os.stat(root / name)
         except OSError:
             continue
         if (db.st_dev, db.st_ino) == (st.st_dev, st.st_ino):
-            raise PathRefused(f"refused path {rel!r}: not a served file")
+            raise PathRefused(f"{label}: that is the studio's database")
+
+
+STORE_SIGNATURES = (b"SQLite format 3\x00", b"PGDMP")     # a SQLite database, a pg_dump custom-format file
+
+
+def not_the_store(data_dir: Path, path: Path, what: str) -> None:
+    """For a file a user names for a job (a training config's eval_puzzles): refuse the database, its
+    -wal/-shm, a link to them, or a copy of a database (SQLite or pg_dump), in one line, before the job
+    starts. The same stat-first order as for served files; only a file that passed is opened."""
+    label = f"{what} {path}"
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise PathRefused(f"{label}: not a regular file")
+    _not_the_database(Path(data_dir).resolve(), st, label)
+    with open(path, "rb") as fh:
+        if fh.read(HEAD_BYTES).startswith(STORE_SIGNATURES):
+            raise PathRefused(f"{label}: that is a database file (SQLite or pg_dump), not puzzles")
 
 
 def _content_matches(real: Path, st: os.stat_result, rel: str, folder: Folder) -> None:
