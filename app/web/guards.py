@@ -19,16 +19,15 @@ middleware function installed by `app.web.server.build_app`:
    Past these, one user's (or, logged out, one address's) requests and request-body bytes in flight
    are bounded (app/web/limits.py `InFlight`, sizes in app/web/settings.py): over them a request waits
    for a slot, then gets 429. Gradio's event streams (no body, long-lived) are not counted.
-4. Storage faults: a request that ran into a full disk or a read-only data folder is answered 507 with
-   one line (db/faults.py), a page for a browser, JSON otherwise, and the line is logged; the
-   transaction it was in was rolled back, so nothing is half-written.
+4. Faults: a request that ran into a full disk or a read-only data folder (507), a damaged database
+   (503, then every change refused until a restart), an out-of-range Gradio event (400) or a client
+   that went away is answered in one line (app/web/faults.py), a page for a browser, JSON otherwise;
+   the transaction it was in was rolled back, so nothing is half-written.
 5. Headers on every answer: a Content-Security-Policy with `script-src` and `frame-ancestors 'self'`
    (app/web/csp.py; X-Frame-Options for old browsers) against injected scripts and click-jacking,
    `X-Content-Type-Options: nosniff`, `Referrer-Policy`."""
 from __future__ import annotations
 
-import html
-import logging
 from urllib.parse import quote, urlsplit
 
 from fastapi import Request
@@ -37,6 +36,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.web.auth import COOKIE, PAGE_ROLES, Auth
 from app.web.csp import with_policy
+from app.web.faults import StoreHealth, answer, one_line
 from app.web.limits import STREAMS, InFlight, body_cost
 from app.web.settings import ServeSettings
 
@@ -45,7 +45,6 @@ SECURITY_HEADERS = {                  # and the Content-Security-Policy: app/web
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
 }
-LOG = logging.getLogger("mvp.web")
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # First path segment under /<page>/ (after an optional gradio_api/): who may call it.
 # process_recording is an upload too (a screen recording, handed to ffmpeg when it is installed);
@@ -111,16 +110,19 @@ def install(app, auth: Auth, pages, settings: ServeSettings) -> None:
     `db.users.sessions.SessionUser` (or None) for the routes behind it."""
     inflight = InFlight(settings.max_requests_per_user, settings.max_body_bytes_per_user, settings.queue_wait_s)
 
+    health = app.state.health = StoreHealth()         # shared with the Gradio apps' handlers (server.py)
+
     @app.middleware("http")
     async def guard(request: Request, call_next):
         try:
-            resp = await _guarded(request, call_next, auth, pages, settings, inflight)
-        except Exception as e:            # noqa: BLE001  only storage faults are answered here
-            from db.faults import storage_problem
-            line = storage_problem(e)
-            if line is None:
+            if health.damaged and request.method in UNSAFE_METHODS:
+                resp = one_line(request, 503, health.damaged)
+            else:
+                resp = await _guarded(request, call_next, auth, pages, settings, inflight)
+        except Exception as e:            # noqa: BLE001  only the faults app/web/faults.py knows are answered
+            resp = answer(request, e, health)
+            if resp is None:
                 raise
-            resp = storage_answer(request, line)
         resp = await with_policy(request, resp, pages)
         for k, v in SECURITY_HEADERS.items():
             resp.headers.setdefault(k, v)
@@ -146,15 +148,3 @@ async def _guarded(request: Request, call_next, auth: Auth, pages, settings: Ser
         if not ok:
             return _refused(429, "too many requests in flight for this user; try again in a few seconds")
         return await call_next(request)
-
-
-def storage_answer(request: Request, line: str):
-    """507 with the one line: a page when a browser asked for one (a page, the login form), else JSON;
-    the line goes to the server's log as well."""
-    LOG.error("%s %s: %s", request.method, request.url.path, line)
-    if "text/html" in request.headers.get("accept", "") or request.url.path == "/login":
-        return HTMLResponse('<!doctype html><html><head><meta charset="utf-8"><title>MVP Studio</title>'
-                            '<link rel="stylesheet" href="/static/studio.css"></head><body>'
-                            f'<p class="mvp-msg mvp-error" id="storage-error">{html.escape(line)}</p>'
-                            '</body></html>', status_code=507)
-    return _refused(507, line)

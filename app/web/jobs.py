@@ -24,6 +24,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -77,6 +78,13 @@ def _reap(pid: int, wait_s: float = 0.0) -> None:
         return
     if child.returncode is not None:
         _CHILDREN.pop(pid, None)
+
+
+def _wait_for(proc: subprocess.Popen) -> None:
+    """Collect a job's exit status the moment it ends, so no <defunct> process waits for someone to
+    poll the job's page (Popen's waits are locked: `_reap` may wait on it at the same time)."""
+    proc.wait()
+    _CHILDREN.pop(proc.pid, None)
 
 
 def active(data_dir: Path, kind: str = "train") -> dict | None:
@@ -262,6 +270,7 @@ def _spawn(data_dir: Path, kind: str, cmd: list[str], log: Path, meta: dict) -> 
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     _CHILDREN[proc.pid] = proc
+    threading.Thread(target=_wait_for, args=(proc,), name=f"reap-{proc.pid}", daemon=True).start()
     job = {**meta, "kind": kind, "pid": proc.pid, "pgid": os.getpgid(proc.pid), "log": str(log),
            "started": time.time(), "cmd": cmd}
     _write_private(jobs_dir(data_dir, kind) / "active.json", json.dumps(job))

@@ -15,9 +15,10 @@ import secrets
 from pathlib import Path
 
 import gradio as gr
-from fastapi import FastAPI, Form, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from mvp_core import resources
 from app.web.auth import COOKIE, PAGE_ROLES, SESSION_TTL_S, Auth
@@ -30,6 +31,8 @@ STATIC_DIR = resources.folder("static")
 CSRF_COOKIE = "mvp_login_csrf"
 MAX_NAME_FIELD = 200                 # login form: longer user names are refused before any check
 MAX_NEXT = 2000                      # a longer `next` is dropped (the login goes to "/")
+LOGIN_FIELDS = 8                     # the login form has four (username, password, next, csrf)
+LOGIN_FIELD_BYTES = 8 * 1024         # its longest field, `next`, is cut at MAX_NEXT anyway
 GRADIO_MAX_FILE = "1kb"              # no page takes uploads (the guard refuses the route); a second line
 GRADIO_DELETE_CACHE = (3600, 3600)   # Gradio's temporary files older than an hour go, hourly
 HEAD = '<link rel="icon" href="/favicon.ico"><link rel="stylesheet" href="/static/studio.css">'
@@ -90,11 +93,18 @@ def _add_auth_routes(app: FastAPI, auth: Auth, builders: dict, secure_cookies: b
         return _login_form(request, _secure(request, secure_cookies), next_url=next)
 
     @app.post("/login", include_in_schema=False)
-    async def login(request: Request, username: str = Form(""), password: str = Form(""),
-                    next: str = Form("/"), csrf: str = Form("")):
-        # Lengths are checked here, not by Form(max_length=...): FastAPI's 422 would answer a JSON dump
-        # that echoes the whole field (the password too) instead of the login page with one line.
+    async def login(request: Request):
+        # The form is parsed here with tight bounds, not by FastAPI's Form(...) parameters: Starlette's
+        # own bounds (1,000 fields, 1 MB a field) answer a raw JSON 400, and FastAPI's 422 echoes every
+        # field, the password too. Here a bad form is the login page with one line.
         secure = _secure(request, secure_cookies)
+        try:
+            form = await request.form(max_files=0, max_fields=LOGIN_FIELDS, max_part_size=LOGIN_FIELD_BYTES)
+        except StarletteHTTPException:
+            return _login_form(request, secure, f"The login form was refused: more than {LOGIN_FIELDS} fields "
+                               f"or a field over {LOGIN_FIELD_BYTES // 1024} KiB.", "/", 400)
+        username, password, next, csrf = (str(form.get(k, d)) for k, d in
+                                          (("username", ""), ("password", ""), ("next", "/"), ("csrf", "")))
         next = next if len(next) <= MAX_NEXT else "/"
         cookie = request.cookies.get(CSRF_COOKIE) or ""
         if not csrf or len(csrf) > 100 or not secrets.compare_digest(csrf.encode(), cookie.encode()):
@@ -217,13 +227,15 @@ def _mount_pages(app: FastAPI, ctx: WebContext, builders: dict) -> None:
     """One Gradio Blocks per page at /<page>, open only to the roles that may use the page."""
     for page, build in builders.items():
         from app.web.common import SESSION_SCRIPT, keep_state
+        from app.web.faults import gradio_handlers
         blocks = keep_state(build(ctx))     # a user error: one line, every component kept as it was
         blocks.queue(default_concurrency_limit=8)
         blocks.delete_cache = GRADIO_DELETE_CACHE
         gr.mount_gradio_app(app, blocks, path=f"/{page}", auth_dependency=_page_user(page),
                             head=SESSION_SCRIPT + _head(BY_PATH[page]),
                             footer_links=[], ssr_mode=False, show_error=True, max_file_size=GRADIO_MAX_FILE,
-                            blocked_paths=[str(ctx.data_dir)], enable_monitoring=False)
+                            blocked_paths=[str(ctx.data_dir)], enable_monitoring=False,
+                            app_kwargs={"exception_handlers": gradio_handlers(app.state.health)})
 
 
 def _page_user(page: str):
