@@ -99,7 +99,7 @@ URLENCODED = "application/x-www-form-urlencoded"
 
 
 class _TooLarge(Exception):
-    pass
+    """The body is refused (too large, or too slow): the answer was sent; the app is abandoned."""
 
 
 def _one_line(status: int, text: str):
@@ -113,10 +113,12 @@ def _one_line(status: int, text: str):
 class BodyLimit:
     """Pure ASGI middleware around the whole app (Gradio's mounted pages included): a declared
     Content-Length over the limit is answered 413 without reading a byte; a chunked body is counted as it
-    streams and cut off at the limit; POST /login takes url-encoded forms only (415 otherwise)."""
+    streams and cut off at the limit; a body that pauses over `body_timeout_s` between two chunks is
+    answered 408 and the connection closed (a slow-loris body would hold its slot for ever); POST /login
+    takes url-encoded forms only (415 otherwise)."""
 
-    def __init__(self, app, limit: int = MAX_BODY_BYTES):
-        self.app, self.limit = app, limit
+    def __init__(self, app, limit: int = MAX_BODY_BYTES, body_timeout_s: float = 30.0):
+        self.app, self.limit, self.body_timeout_s = app, limit, body_timeout_s
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -134,12 +136,22 @@ class BodyLimit:
             ctype = headers.get(b"content-type", b"").split(b";")[0].strip().decode("latin-1").lower()
             if ctype != URLENCODED:
                 return await self._answer(send, 415, "the login form is sent url-encoded; nothing else is read")
-        seen, started, answered = 0, False, False
+        seen, started, answered, body_done = 0, False, False, False
 
         async def counted_receive():
-            nonlocal seen, answered
-            msg = await receive()
+            nonlocal seen, answered, body_done
+            if body_done:           # after the body, receive() waits for a disconnect: no deadline
+                return await receive()
+            try:
+                msg = await asyncio.wait_for(receive(), self.body_timeout_s)
+            except TimeoutError:
+                if not started and not answered:
+                    answered = True
+                    await self._answer(send, 408, f"the request body paused over {self.body_timeout_s:g} s; "
+                                                  "the connection is closed")
+                raise _TooLarge from None
             if msg["type"] == "http.request":
+                body_done = not msg.get("more_body", False)
                 seen += len(msg.get("body", b""))
                 if seen > self.limit:
                     if not started and not answered:    # say 413 now: the app may turn the abort into a 400

@@ -176,7 +176,8 @@ def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_coo
     _add_page_apis(app, ctx, builders)
     _mount_pages(app, ctx, builders)
     from app.web.limits import BodyLimit
-    app.add_middleware(BodyLimit)      # added last = outermost: before any route, guard or Gradio reads a byte
+    # added last = outermost: before any route, guard or Gradio reads a byte
+    app.add_middleware(BodyLimit, body_timeout_s=settings.body_timeout_s)
     return app
 
 
@@ -255,5 +256,6 @@ def serve_forever(data_dir, db_url=None, host: str = "127.0.0.1", port: int = 78
     # not uvicorn's 127.0.0.1: a local client could otherwise pick the address the login throttle counts
     # (docs/security.md, "Deployment").
     trusted = ",".join(settings.trusted_proxies)
+    from app.web.slow_clients import header_deadline
     uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=bool(trusted),
-                forwarded_allow_ips=trusted or None)
+                forwarded_allow_ips=trusted or None, http=header_deadline(settings.header_timeout_s))

@@ -19,7 +19,7 @@ _HOST_RE = re.compile(r"^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9
 
 class ServeSettings(BaseModel):
     """The server's network settings. Environment variables: MVP_TRUSTED_PROXIES, MVP_ALLOWED_HOSTS
-    (comma-separated)."""
+    (comma-separated), and MVP_<FIELD> for the numbers (e.g. MVP_HEADER_TIMEOUT_S=5)."""
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     trusted_proxies: tuple[str, ...] = Field(
@@ -75,12 +75,13 @@ class ServeSettings(BaseModel):
         if not hosts:
             bind = f"[{bind_host}]" if ":" in bind_host else bind_host
             hosts = LOCAL_HOSTS + (() if bind_host in WILDCARD_BINDS or bind in LOCAL_HOSTS else (bind,))
+        numbers = {k: env[f"MVP_{k.upper()}"] for k in cls.model_fields
+                   if k not in ("trusted_proxies", "allowed_hosts") and env.get(f"MVP_{k.upper()}", "").strip()}
         try:
-            return cls(trusted_proxies=listed("MVP_TRUSTED_PROXIES"), allowed_hosts=hosts)
+            return cls(trusted_proxies=listed("MVP_TRUSTED_PROXIES"), allowed_hosts=hosts, **numbers)
         except ValidationError as e:
             err = e.errors()[0]
-            var = {"trusted_proxies": "MVP_TRUSTED_PROXIES", "allowed_hosts": "MVP_ALLOWED_HOSTS"}[err["loc"][0]]
-            raise UserError(f"{var}: {err['msg'].removeprefix('Value error, ')}") from None
+            raise UserError(f"MVP_{str(err['loc'][0]).upper()}: {err['msg'].removeprefix('Value error, ')}") from None
 
     def host_allowed(self, host: str) -> bool:
         """Is `host` (a Host header's host part, lower case) one of the allowed names?"""
