@@ -8,25 +8,15 @@ import subprocess
 import sys
 
 import pytest
+from fixtures_security import studio_with_admin
 from fixtures_web import ROOT
 
 
 @pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
 def test_backups_are_written_0600(tmp_path, engine):
-    from db.engine import open_db
-    from db.users.accounts import add_user
     data = tmp_path / "data"
     data.mkdir()
-    if engine == "sqlite":
-        url = f"sqlite:///{data / 'mvp.sqlite'}"
-    else:
-        from testkit.store import create_pg_database
-        url = create_pg_database()
-    Session = open_db(url, data)
-    with Session() as s:
-        add_user(s, "keeper", "admin", "keeper-password-1")
-        s.commit()
-    Session.kw["bind"].dispose()
+    url = studio_with_admin(engine, data, "keeper", "keeper-password-1")
     out = tmp_path / "copies" / "backup.bin"
     try:
         res = subprocess.run([sys.executable, "-c", "import os, sys; os.umask(0o022); from app.cli.main import main; "

@@ -9,7 +9,7 @@ import sys
 
 import httpx
 import pytest
-from fixtures_security import login_form, post_login
+from fixtures_security import login_form, post_login, studio_with_admin
 from fixtures_web import ROOT, Server, free_port
 
 from app.web.auth import LOGIN_PER_ADDR, LOGIN_PER_NAME
@@ -20,18 +20,7 @@ def plain_server(request, tmp_path):
     """`mvp serve` started as by default (no trusted proxy), with an admin "owner" and 30 curators."""
     data = tmp_path / "data"
     data.mkdir()
-    if request.param == "sqlite":
-        url = f"sqlite:///{data / 'mvp.sqlite'}"
-    else:
-        from testkit.store import create_pg_database
-        url = create_pg_database()
-    from db.engine import open_db
-    from db.users.accounts import add_user
-    Session = open_db(url, data)
-    with Session() as s:
-        add_user(s, "owner", "admin", "owner-password-1")
-        s.commit()
-    Session.kw["bind"].dispose()
+    url = studio_with_admin(request.param, data, "owner", "owner-password-1")
     srv = Server(data, url, free_port(), tmp_path / "serve.log").start()
     yield srv, data, url
     srv.stop()
