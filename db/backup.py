@@ -6,6 +6,9 @@ WAL, and the server's locks and WAL are left alone. (Copying mvp.sqlite with cp 
 misses the WAL, and a process that opens and closes the file outside SQLite drops its own locks.) The
 copy is written beside the target, checked with `PRAGMA integrity_check`, then renamed into place.
 
+Both kinds of copy hold password hashes and sessions, so they are created 0600, like mvp.sqlite itself
+(`BACKUP_MODE`), whatever the umask.
+
 PostgreSQL: `pg_dump` takes a consistent snapshot without blocking writers; `backup` runs it when it is
 on PATH (custom format, restore with `pg_restore --clean --dbname URL FILE`), else says how."""
 from __future__ import annotations
@@ -20,6 +23,8 @@ from sqlalchemy.engine import Engine, make_url
 
 from mvp_core.atomic import atomic_path
 from mvp_core.errors import UserError
+
+BACKUP_MODE = 0o600
 
 
 def pg_dump_command(url: str, out: Path) -> tuple[list[str], dict[str, str]]:
@@ -45,6 +50,7 @@ def backup(engine: Engine, out: Path) -> dict:
         raw = engine.raw_connection()       # a normal SQLite connection: busy timeout, WAL, locks intact
         try:
             src: sqlite3.Connection = raw.driver_connection
+            os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, BACKUP_MODE))   # SQLite keeps the mode
             dst = sqlite3.connect(tmp)
             try:
                 # one step: in WAL mode it reads one snapshot without blocking the server's writers (a
@@ -68,7 +74,8 @@ def _pg_backup(engine: Engine, out: Path) -> dict:
     if shutil.which("pg_dump") is None:
         raise UserError("PostgreSQL: install pg_dump (postgresql-client) and run: pg_dump --format=custom "
                         f"--file={out} --dbname=URL; restore with pg_restore --clean --dbname URL {out}")
-    res = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
+    res = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env},
+                         umask=0o777 & ~BACKUP_MODE)        # pg_dump creates --file with the umask's mode
     if res.returncode != 0:
         out.unlink(missing_ok=True)
         msg = (res.stderr.strip().splitlines() or ["failed"])[-1]

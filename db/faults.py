@@ -1,7 +1,8 @@
-"""Storage faults said in one line (docs/security.md, "Disk full and read-only"): a full disk or a
-read-only data folder, whether SQLite, PostgreSQL or a plain file write ran into it. The web server
-answers such a request with this line (and logs it) instead of a bare 500; the transaction that hit it
-was rolled back whole (db/txn.py), so nothing is half-written."""
+"""Storage faults said in one line (docs/security.md, "Disk full and read-only", "Faults"): a full disk
+or a read-only data folder, whether SQLite, PostgreSQL or a plain file write ran into it, and a
+database found damaged while the server runs. The web server answers such a request with this line
+(and logs it) instead of a bare 500; the transaction that hit it was rolled back whole (db/txn.py), so
+nothing is half-written."""
 from __future__ import annotations
 
 import errno
@@ -14,17 +15,41 @@ _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
 _SQLITE_TEXT = {"database or disk is full": FULL, "attempt to write a readonly database": READ_ONLY,
                 "disk i/o error": IO}
 _PG_STATES = {"53100": FULL, "25006": READ_ONLY}        # disk_full, read_only_sql_transaction
+DAMAGED = ("the database is damaged ({what}): nothing was saved, and the server takes no changes until an "
+           "admin restores it from a backup (docs/store.md, \"Backups\") and restarts the server")
+_SQLITE_CORRUPT = {11, 26}                               # SQLITE_CORRUPT, SQLITE_NOTADB (primary codes)
+_PG_CORRUPT = {"XX001": "data_corrupted", "XX002": "index_corrupted"}
 
 
-def storage_problem(exc: BaseException) -> str | None:
-    """The one line for a full disk / read-only folder / I/O failure anywhere in `exc`'s chain, else None."""
-    seen = set()
-    todo = [exc]
+def _chain(exc: BaseException):
+    """`exc` and every exception it was raised from or wraps (a driver's error under SQLAlchemy's)."""
+    seen, todo = set(), [exc]
     while todo:
         e = todo.pop()
         if e is None or id(e) in seen:
             continue
         seen.add(id(e))
+        yield e
+        todo += [getattr(e, "orig", None), e.__cause__, e.__context__]
+
+
+def corruption(exc: BaseException) -> str | None:
+    """The one line for a damaged database anywhere in `exc`'s chain (SQLite's "database disk image is
+    malformed" / "file is not a database", PostgreSQL's data_corrupted / index_corrupted), else None."""
+    for e in _chain(exc):
+        code = getattr(e, "sqlite_errorcode", None)
+        if type(e).__module__.startswith("sqlite3") and (((code or 0) & 0xFF) in _SQLITE_CORRUPT or str(e).lower().startswith(
+                ("database disk image is malformed", "file is not a database"))):
+            return DAMAGED.format(what=f"SQLite: {str(e).strip()}")
+        state = getattr(e, "sqlstate", None)
+        if state in _PG_CORRUPT:
+            return DAMAGED.format(what=f"PostgreSQL {state} {_PG_CORRUPT[state]}")
+    return None
+
+
+def storage_problem(exc: BaseException) -> str | None:
+    """The one line for a full disk / read-only folder / I/O failure anywhere in `exc`'s chain, else None."""
+    for e in _chain(exc):
         if isinstance(e, OSError):
             if e.errno in _FULL_ERRNOS:
                 return FULL
@@ -38,7 +63,6 @@ def storage_problem(exc: BaseException) -> str | None:
             for words, line in _SQLITE_TEXT.items():
                 if text.startswith(words):
                     return line
-        todo += [getattr(e, "orig", None), e.__cause__, e.__context__]
     return None
 
 

@@ -236,11 +236,8 @@ def prepare(src: Path, dst: Path, engine: str, n_puzzles: int, n_curators: int) 
     dst.mkdir(parents=True)
     (dst / "frames").symlink_to((src / "frames").resolve(), target_is_directory=True)
     records = [json.loads(line) for line in (src / "puzzles.jsonl").read_text().splitlines() if line.strip()]
-    if engine == "sqlite":
-        url = f"sqlite:///{dst / 'mvp.sqlite'}"
-    else:
-        from testkit.store import create_pg_database
-        url = create_pg_database()
+    from testkit.store import new_database_url
+    url = new_database_url(engine, dst)
     Session = open_db(url, dst)
     with Session() as s:
         store_records(s, records)

@@ -23,6 +23,12 @@ def create_pg_database() -> str:
     return make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
 
 
+def new_database_url(engine: str, data_dir) -> str:
+    """Where a new studio database goes: `data_dir`/mvp.sqlite for "sqlite", else a fresh PostgreSQL
+    database (drop it with drop_pg_database)."""
+    return f"sqlite:///{data_dir}/mvp.sqlite" if engine == "sqlite" else create_pg_database()
+
+
 def drop_pg_database(url: str) -> None:
     name = make_url(url).database
     admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")

@@ -27,6 +27,21 @@ def sqlite_copy(src: Path, dst: Path) -> None:
     d.close()
 
 
+def studio_with_admin(engine: str, data: Path, name: str, password: str) -> str:
+    """A new studio database of `engine` ("sqlite" in `data`, or a fresh PostgreSQL database) holding one
+    admin; returns its URL (drop a PostgreSQL one with testkit.store.drop_pg_database)."""
+    from db.engine import open_db
+    from db.users.accounts import add_user
+    from testkit.store import new_database_url
+    url = new_database_url(engine, data)
+    Session = open_db(url, data)
+    with Session() as s:
+        add_user(s, name, "admin", password)
+        s.commit()
+    Session.kw["bind"].dispose()
+    return url
+
+
 @pytest.fixture(scope="session")
 def sec_data(web_data, tmp_path_factory):
     """(data_dir, db_url, Session): a copy of the web test data with 400 puzzles, its own database

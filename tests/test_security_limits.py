@@ -73,3 +73,29 @@ def test_the_limit_leaves_room_for_every_form(limit_server):
     """The largest legitimate body (a Train page YAML config) is far below the limit."""
     from mvp_core.config import MAX_CONFIG_BYTES
     assert MAX_CONFIG_BYTES * 4 < MAX_BODY_BYTES
+
+
+def test_40_parallel_bodies_from_one_user_keep_memory_bounded(limit_server):
+    """40 parallel 2 MB JSON bodies to a Gradio route from one curator: the per-user bounds on requests
+    and bytes in flight (app/web/limits.py UserLimit) hold the server's memory growth under 100 MB; the
+    requests are answered (some maybe 429 after waiting), and the server answers afterwards."""
+    import json
+    from concurrent.futures import ThreadPoolExecutor
+    c = http_login(limit_server.url, "big", "big-sender-password")
+    cookies = dict(c.cookies)
+    body = json.dumps({"data": ["x" * 2_000_000], "fn_index": 0, "session_hash": "bodies1"}).encode()
+    assert len(body) < MAX_BODY_BYTES
+    before = _rss(limit_server)
+
+    def one(_):
+        with httpx.Client(base_url=limit_server.url, cookies=cookies, timeout=120) as cl:
+            return cl.post("/curate/gradio_api/queue/join", content=body,
+                           headers={"content-type": "application/json"}).status_code
+    with ThreadPoolExecutor(40) as ex:
+        codes = list(ex.map(one, range(40)))
+    grown = _rss(limit_server) - before
+    print(f"40 parallel 2 MB bodies: RSS +{grown / 2**20:.0f} MB, answers {sorted(set(codes))}")
+    assert all(code < 500 for code in codes), codes
+    assert grown < 100 * 1024 * 1024, f"grew {grown / 2**20:.0f} MB; answers {codes}"
+    assert c.post("/curate/api/load", json={}).status_code == 200        # the user is served again
+    assert httpx.get(limit_server.url + "/login", timeout=30).status_code == 200

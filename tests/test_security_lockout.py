@@ -1,6 +1,6 @@
 """Login limits that an outsider cannot turn against the owner (app/web/auth.py): failed guesses count per
-(name, address) and per address; `mvp users unlock NAME` forgets a name's failed guesses; and
-X-Forwarded-For is believed only from proxies the admin names (MVP_TRUSTED_PROXIES, none by default), so
+(name, address) and per address (an address is slowed, never locked: its owners still get in);
+`mvp users unlock NAME` forgets a name's failed guesses; and X-Forwarded-For is believed only from proxies the admin names (MVP_TRUSTED_PROXIES, none by default), so
 a client cannot pick the address its guesses count against. Run on SQLite and PostgreSQL."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import httpx
 import pytest
-from fixtures_security import login_form, post_login
+from fixtures_security import login_form, post_login, studio_with_admin
 from fixtures_web import ROOT, Server, free_port
 
 from app.web.auth import LOGIN_PER_ADDR, LOGIN_PER_NAME
@@ -20,18 +20,7 @@ def plain_server(request, tmp_path):
     """`mvp serve` started as by default (no trusted proxy), with an admin "owner" and 30 curators."""
     data = tmp_path / "data"
     data.mkdir()
-    if request.param == "sqlite":
-        url = f"sqlite:///{data / 'mvp.sqlite'}"
-    else:
-        from testkit.store import create_pg_database
-        url = create_pg_database()
-    from db.engine import open_db
-    from db.users.accounts import add_user
-    Session = open_db(url, data)
-    with Session() as s:
-        add_user(s, "owner", "admin", "owner-password-1")
-        s.commit()
-    Session.kw["bind"].dispose()
+    url = studio_with_admin(request.param, data, "owner", "owner-password-1")
     srv = Server(data, url, free_port(), tmp_path / "serve.log").start()
     yield srv, data, url
     srv.stop()
@@ -68,4 +57,6 @@ def test_unlock_and_forwarded_for_is_not_trusted_by_default(plain_server):
     codes = [_guess(srv.url, f"name{i}", "wrong-password", f"10.8.{i}.1") for i in range(LOGIN_PER_ADDR)]
     assert codes.count(401) == LOGIN_PER_ADDR - LOGIN_PER_NAME and codes.count(429) == LOGIN_PER_NAME, codes
     assert _guess(srv.url, "name99", "wrong-password", "10.7.7.7") == 429
+    # slowed, not locked: the owner's right password from the same (shared, local) address gets in
+    assert _guess(srv.url, "owner", "owner-password-1", "10.7.7.8") == 303
     assert httpx.get(srv.url + "/login", timeout=30).status_code == 200

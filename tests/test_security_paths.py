@@ -95,3 +95,32 @@ def test_roots_rule_follows_links_and_admits_what_is_inside(tmp_path):
     assert "absolute path" in _error(lambda: inside_roots(roots, "d/x.jsonl", "x", "file"))
     assert "no such file" in _error(lambda: inside_roots(roots, str(root / "d"), "x", "file"))
     assert "outside" in _error(lambda: inside_roots([], os.getcwd(), "x", "any"))
+
+
+def test_eval_puzzles_may_not_name_the_store(studio):
+    """Inside the roots, eval_puzzles still may not be the database: the file itself, its WAL, a hard
+    link to it, a renamed copy, a pg_dump file. Refused in one line before launch (the trainer used to
+    open it and refuse it as "not UTF-8 text"); a real puzzles file passes this rule."""
+    import sqlite3
+    data, Session, _root = studio
+    model = str(data / "models" / "tiny")
+    db = data / "mvp.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("CREATE TABLE users (name TEXT, password_hash TEXT)")
+    con.commit()                                   # kept open: the -wal file stays
+    (data / "train").mkdir()
+    os.link(db, data / "train" / "linked.jsonl")
+    shutil.copyfile(db, data / "train" / "copy.jsonl")
+    (data / "train" / "dump.jsonl").write_bytes(b"PGDMP\x01\x0e\x00" + b"\x00" * 64)
+    try:
+        for p in (db, data / "mvp.sqlite-wal", data / "train" / "linked.jsonl", data / "train" / "copy.jsonl",
+                  data / "train" / "dump.jsonl"):
+            msg = _error(lambda: _launch(data, Session, model, overrides=[f"eval_puzzles={p}"]))
+            assert msg.startswith(f"eval_puzzles {p}") and "database" in msg, msg
+        (data / "train" / "real.jsonl").write_text('{"id": "p1"}\n')
+        msg = _error(lambda: _launch(data, Session, model, overrides=[f"eval_puzzles={data / 'train' / 'real.jsonl'}"]))
+        assert "database" not in msg, msg              # refused later, for the unknown set
+    finally:
+        con.close()
+    assert jobs.active(data) is None and not (data / "runs").exists()

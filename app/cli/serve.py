@@ -57,14 +57,16 @@ def check_port(host: str, port: int) -> None:
 
 def handler(args) -> int:
     from app.web.server import serve_forever
+    from app.web.settings import ServeSettings
     from db.engine import data_dir
     check_port(args.host, args.port)
+    settings = ServeSettings.from_env(args.host)      # a bad MVP_TRUSTED_PROXIES/MVP_ALLOWED_HOSTS: one line
     # `mvp demo` hands its own args over: it has no --secure-cookies flag (MVP_SECURE_COOKIES still applies)
     secure = secure_cookies_setting(getattr(args, "secure_cookies", None))
     data = data_dir(args.data)
     mode = {True: "always", False: "never", None: "over HTTPS"}[secure]
     print(f"MVP Studio: http://{args.host}:{args.port}/  (data: {data}; Secure cookies: {mode})", flush=True)
-    serve_forever(data, args.db, host=args.host, port=args.port, secure_cookies=secure)
+    serve_forever(data, args.db, host=args.host, port=args.port, secure_cookies=secure, settings=settings)
     return 0
 
 

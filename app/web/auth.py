@@ -5,11 +5,13 @@ cookie, the table its sha256, so a restart keeps users logged in, several server
 sessions, and logout or a password/role change (`db.users.accounts`) ends them everywhere. Every request reads
 its session row (a primary-key read on a deferred, read-only transaction: it never waits on writers).
 
-Login throttling is counted before the password is checked: each attempt is recorded against its user
-name and client address together and against the address, and an attempt over `LOGIN_PER_NAME` (per
-(name, address)) or `LOGIN_PER_ADDR` (per
-address) within `LOGIN_WINDOW_S` is answered 429 without checking anything, so parallel requests cannot
-all slip through on one stale count. A successful login does not count. Unknown user names cost the
+Login throttling, two rules (docs/security.md, "Logins"). Per (name, address), counted in the
+database before the password is checked: an attempt over `LOGIN_PER_NAME` within `LOGIN_WINDOW_S` is
+answered 429 without checking anything, so parallel requests cannot all slip through on one stale
+count; a successful login does not count. Per address, in memory (app/web/login_pace.py): over
+`LOGIN_PER_ADDR` failures an address is slowed (`LOGIN_SLOW_S` before each check, failures answered
+429), never refused a right password, so guesses at unknown names from a shared address (every local
+client, everyone behind an untrusted proxy) cannot lock the owners out. Unknown user names cost the
 same argon2 hash as known ones (`db.users.accounts.authenticate`)."""
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import sessionmaker
 
+from app.web.login_pace import AddressPace
 from app.web.pages import PAGES
 
 COOKIE = "mvp_session"
@@ -27,7 +30,8 @@ SESSION_TTL_S = 12 * 3600          # a login lasts one working day
 ROLE_TTL_S = 5.0                   # how stale a cached role may be for Gradio handlers (by user name)
 LOGIN_WINDOW_S = 60.0              # the throttle counts the attempts of the last minute ...
 LOGIN_PER_NAME = 5                 # ... at most this many failed guesses per (user name, address) ...
-LOGIN_PER_ADDR = 20                # ... and this many per client address (any names)
+LOGIN_PER_ADDR = 20                # ... and this many per client address (any names) before it is slowed
+LOGIN_SLOW_S = 2.0                 # what a slowed address waits before each check
 
 
 # Which roles may open each page (and call its endpoints), from the one page registry.
@@ -45,10 +49,10 @@ class LoginResult:
 
 
 def throttle_keys(name: str, client: str) -> dict[str, int]:
-    """{key: allowance}: per (name, address), so an outsider guessing at a name from elsewhere never
-    locks its owner out (`mvp users unlock` forgets a name's attempts), and per address over any names."""
+    """{key: allowance} counted in the database: per (name, address), so an outsider guessing at a name
+    from elsewhere never locks its owner out (`mvp users unlock` forgets a name's attempts)."""
     from db.users.sessions import name_key
-    return {f"{name_key(name)}@{client[:90]}": LOGIN_PER_NAME, f"addr:{client[:100]}": LOGIN_PER_ADDR}
+    return {f"{name_key(name)}@{client[:90]}": LOGIN_PER_NAME}
 
 
 @dataclass
@@ -57,6 +61,7 @@ class Auth:
     Session: sessionmaker
     _roles: dict[str, tuple[str | None, int | None, float]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _pace: AddressPace = field(default_factory=lambda: AddressPace(LOGIN_PER_ADDR, LOGIN_WINDOW_S))
 
     def __post_init__(self):
         from db.engine import read_engine
@@ -66,7 +71,15 @@ class Auth:
 
     async def login(self, name: str, password: str, client: str) -> LoginResult:
         """A new session, a throttle refusal, or (LoginResult()) a wrong name or password."""
-        return await asyncio.to_thread(self._login, name, password, client)
+        slowed = self._pace.slowed(client)
+        if slowed:
+            await asyncio.sleep(LOGIN_SLOW_S)
+        res = await asyncio.to_thread(self._login, name, password, client)
+        if res.token is None and not res.retry_after_s:
+            self._pace.failed(client)
+            if slowed:
+                return LoginResult(retry_after_s=slowed)
+        return res
 
     def _login(self, name: str, password: str, client: str) -> LoginResult:
         from db.users.accounts import authenticate

@@ -1,8 +1,12 @@
 """The HTTP-level guards every request passes (docs/web.md, "What the server refuses"), as one ASGI
 middleware function installed by `app.web.server.build_app`:
 
+0. Host names: a request whose Host is not one of the allowed names (app/web/settings.py) gets 400
+   before anything else (Starlette's TrustedHostMiddleware), so a DNS-rebinding page cannot reach the
+   server under a name of its own.
 1. Cross-site writes: an unsafe method (POST, PUT, PATCH, DELETE) whose `Origin` is not this server's
-   own host, or whose `Sec-Fetch-Site` says another origin sent it, is refused 403. This is what stops
+   own host -- the same host as the Host header *and* an allowed name, since Host alone is the
+   client's word -- or whose `Sec-Fetch-Site` says another origin sent it, is refused 403. This is what stops
    a page on another port of the same host (same *site*, so SameSite cookies are sent) from posting
    logins, logouts, verdicts or Gradio events. Clients that send neither header (curl, httpx) are not
    browsers carrying someone else's cookie and pass.
@@ -12,16 +16,18 @@ middleware function installed by `app.web.server.build_app`:
    component server functions, deep links, and Gradio's run-history and "vibe" editor routes are
    refused for everyone; its monitoring and profiling routes (endpoint
    timings) for everyone but admins.
-4. Storage faults: a request that ran into a full disk or a read-only data folder is answered 507 with
-   one line (db/faults.py), a page for a browser, JSON otherwise, and the line is logged; the
-   transaction it was in was rolled back, so nothing is half-written.
+   Past these, one user's (or, logged out, one address's) requests and request-body bytes in flight
+   are bounded (app/web/limits.py `InFlight`, sizes in app/web/settings.py): over them a request waits
+   for a slot, then gets 429. Gradio's event streams (no body, long-lived) are not counted.
+4. Faults: a request that ran into a full disk or a read-only data folder (507), a damaged database
+   (503, then every change refused until a restart), an out-of-range Gradio event (400) or a client
+   that went away is answered in one line (app/web/faults.py), a page for a browser, JSON otherwise;
+   the transaction it was in was rolled back, so nothing is half-written.
 5. Headers on every answer: a Content-Security-Policy with `script-src` and `frame-ancestors 'self'`
    (app/web/csp.py; X-Frame-Options for old browsers) against injected scripts and click-jacking,
    `X-Content-Type-Options: nosniff`, `Referrer-Policy`."""
 from __future__ import annotations
 
-import html
-import logging
 from urllib.parse import quote, urlsplit
 
 from fastapi import Request
@@ -30,13 +36,15 @@ from starlette.concurrency import run_in_threadpool
 
 from app.web.auth import COOKIE, PAGE_ROLES, Auth
 from app.web.csp import with_policy
+from app.web.faults import StoreHealth, answer, one_line
+from app.web.limits import STREAMS, InFlight, body_cost
+from app.web.settings import ServeSettings
 
 SECURITY_HEADERS = {                  # and the Content-Security-Policy: app/web/csp.py
     "X-Frame-Options": "SAMEORIGIN",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
 }
-LOG = logging.getLogger("mvp.web")
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # First path segment under /<page>/ (after an optional gradio_api/): who may call it.
 # process_recording is an upload too (a screen recording, handed to ffmpeg when it is installed);
@@ -46,11 +54,15 @@ GRADIO_REFUSED = ("upload", "upload_progress", "process_recording", "component_s
 GRADIO_ADMIN_ONLY = ("monitoring", "profiling")
 
 
-def cross_site(request: Request) -> bool:
+def cross_site(request: Request, settings: ServeSettings) -> bool:
     """True when a browser says another origin sent this request."""
     origin = request.headers.get("origin")
     if origin is not None:
-        return origin == "null" or urlsplit(origin).netloc.lower() != request.headers.get("host", "").lower()
+        parts = urlsplit(origin)
+        host = (parts.hostname or "").lower()
+        host = f"[{host}]" if ":" in host else host
+        return origin == "null" or parts.netloc.lower() != request.headers.get("host", "").lower() \
+            or not settings.host_allowed(host)
     site = request.headers.get("sec-fetch-site")
     return site is not None and site not in ("same-origin", "none")
 
@@ -93,42 +105,46 @@ async def _page_check(request: Request, auth: Auth, pages, user) -> JSONResponse
     return None
 
 
-def install(app, auth: Auth, pages) -> None:
+def install(app, auth: Auth, pages, settings: ServeSettings) -> None:
     """Add the guard middleware to `app`. `request.state.user` is the caller's
     `db.users.sessions.SessionUser` (or None) for the routes behind it."""
+    inflight = InFlight(settings.max_requests_per_user, settings.max_body_bytes_per_user, settings.queue_wait_s)
+
+    health = app.state.health = StoreHealth()         # shared with the Gradio apps' handlers (server.py)
 
     @app.middleware("http")
     async def guard(request: Request, call_next):
         try:
-            resp = await _guarded(request, call_next, auth, pages)
-        except Exception as e:            # noqa: BLE001  only storage faults are answered here
-            from db.faults import storage_problem
-            line = storage_problem(e)
-            if line is None:
+            if health.damaged and request.method in UNSAFE_METHODS:
+                resp = one_line(request, 503, health.damaged)
+            else:
+                resp = await _guarded(request, call_next, auth, pages, settings, inflight)
+        except Exception as e:            # noqa: BLE001  only the faults app/web/faults.py knows are answered
+            resp = answer(request, e, health)
+            if resp is None:
                 raise
-            resp = storage_answer(request, line)
         resp = await with_policy(request, resp, pages)
         for k, v in SECURITY_HEADERS.items():
             resp.headers.setdefault(k, v)
         return resp
 
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts), www_redirect=False)
 
-async def _guarded(request: Request, call_next, auth: Auth, pages):
+
+async def _guarded(request: Request, call_next, auth: Auth, pages, settings: ServeSettings, inflight: InFlight):
     token = request.cookies.get(COOKIE)
     user = await run_in_threadpool(auth.session_of, token) if token else None
     request.state.user = user
-    if request.method in UNSAFE_METHODS and cross_site(request):
+    if request.method in UNSAFE_METHODS and cross_site(request, settings):
         return _refused(403, "forbidden: cross-site request (its Origin is not this server)")
-    return await _page_check(request, auth, pages, user) or await call_next(request)
-
-
-def storage_answer(request: Request, line: str):
-    """507 with the one line: a page when a browser asked for one (a page, the login form), else JSON;
-    the line goes to the server's log as well."""
-    LOG.error("%s %s: %s", request.method, request.url.path, line)
-    if "text/html" in request.headers.get("accept", "") or request.url.path == "/login":
-        return HTMLResponse('<!doctype html><html><head><meta charset="utf-8"><title>MVP Studio</title>'
-                            '<link rel="stylesheet" href="/static/studio.css"></head><body>'
-                            f'<p class="mvp-msg mvp-error" id="storage-error">{html.escape(line)}</p>'
-                            '</body></html>', status_code=507)
-    return _refused(507, line)
+    refused = await _page_check(request, auth, pages, user)
+    if refused is not None:
+        return refused
+    if STREAMS.search(request.url.path):
+        return await call_next(request)
+    who = f"user:{user.name}" if user is not None else f"addr:{request.client.host if request.client else '?'}"
+    async with inflight.slot(who, body_cost(request.method, dict(request.scope["headers"]))) as ok:
+        if not ok:
+            return _refused(429, "too many requests in flight for this user; try again in a few seconds")
+        return await call_next(request)

@@ -13,7 +13,8 @@ Secrets (docs/security.md, "Secrets"): a job's database URL (with PostgreSQL, it
 over in the environment (MVP_DATABASE_URL, readable by the service's own user only), never on the
 command line (`ps` shows it to every user) nor in active.json; active.json and the logs are 0600.
 Paths a user typed (the model, a config's eval_puzzles / eval_data_dir) must lie inside the data
-directory or an admin's allowed folders (mvp_core/roots.py) before anything opens them."""
+directory or an admin's allowed folders (mvp_core/roots.py) before anything opens them, and a file among
+them may not be the store (app/web/files.py `not_the_store`: the database, its WAL, a link or a copy)."""
 from __future__ import annotations
 
 import fcntl
@@ -23,11 +24,13 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import psutil
 
+from app.web.files import not_the_store
 from mvp_core import resources
 from mvp_core.atomic import atomic_path
 from mvp_core.errors import UserError
@@ -75,6 +78,13 @@ def _reap(pid: int, wait_s: float = 0.0) -> None:
         return
     if child.returncode is not None:
         _CHILDREN.pop(pid, None)
+
+
+def _wait_for(proc: subprocess.Popen) -> None:
+    """Collect a job's exit status the moment it ends, so no <defunct> process waits for someone to
+    poll the job's page (Popen's waits are locked: `_reap` may wait on it at the same time)."""
+    proc.wait()
+    _CHILDREN.pop(proc.pid, None)
 
 
 def active(data_dir: Path, kind: str = "train") -> dict | None:
@@ -132,7 +142,9 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
         cfg = (SFTConfig if trainer == "sft" else GRPOConfig).from_values(base, parse_overrides(overrides + fixed))
         for key, kind in USER_PATH_KEYS.items():  # the rest of the path keys are the fixed ones above
             if getattr(cfg, key):
-                inside_roots(roots, getattr(cfg, key), key, kind)
+                real = inside_roots(roots, getattr(cfg, key), key, kind)
+                if kind == "file":                # never the store itself: refused here, not by the trainer
+                    not_the_store(data_dir, real, key)
         with Session() as s:     # refuses an empty or unknown set; only the train split unless named (DESIGN.md §7)
             _, cfg.set_hash, kept = snapshot_set(s, set_name, run_dir / "puzzles.jsonl", tuple(train_splits))
         cfg.set_splits = list(kept)
@@ -258,6 +270,7 @@ def _spawn(data_dir: Path, kind: str, cmd: list[str], log: Path, meta: dict) -> 
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     _CHILDREN[proc.pid] = proc
+    threading.Thread(target=_wait_for, args=(proc,), name=f"reap-{proc.pid}", daemon=True).start()
     job = {**meta, "kind": kind, "pid": proc.pid, "pgid": os.getpgid(proc.pid), "log": str(log),
            "started": time.time(), "cmd": cmd}
     _write_private(jobs_dir(data_dir, kind) / "active.json", json.dumps(job))

@@ -3,7 +3,11 @@ depth. Python's json parser recurses, so a body of a few kilobytes of `[` raises
 unless the depth is capped; the API's requests are flat objects, so a small cap costs nothing."""
 from __future__ import annotations
 
+import asyncio
 import json
+import re
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 
 from fastapi import Request
 
@@ -95,7 +99,7 @@ URLENCODED = "application/x-www-form-urlencoded"
 
 
 class _TooLarge(Exception):
-    pass
+    """The body is refused (too large, or too slow): the answer was sent; the app is abandoned."""
 
 
 def _one_line(status: int, text: str):
@@ -109,10 +113,12 @@ def _one_line(status: int, text: str):
 class BodyLimit:
     """Pure ASGI middleware around the whole app (Gradio's mounted pages included): a declared
     Content-Length over the limit is answered 413 without reading a byte; a chunked body is counted as it
-    streams and cut off at the limit; POST /login takes url-encoded forms only (415 otherwise)."""
+    streams and cut off at the limit; a body that pauses over `body_timeout_s` between two chunks is
+    answered 408 and the connection closed (a slow-loris body would hold its slot for ever); POST /login
+    takes url-encoded forms only (415 otherwise)."""
 
-    def __init__(self, app, limit: int = MAX_BODY_BYTES):
-        self.app, self.limit = app, limit
+    def __init__(self, app, limit: int = MAX_BODY_BYTES, body_timeout_s: float = 30.0):
+        self.app, self.limit, self.body_timeout_s = app, limit, body_timeout_s
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -130,12 +136,22 @@ class BodyLimit:
             ctype = headers.get(b"content-type", b"").split(b";")[0].strip().decode("latin-1").lower()
             if ctype != URLENCODED:
                 return await self._answer(send, 415, "the login form is sent url-encoded; nothing else is read")
-        seen, started, answered = 0, False, False
+        seen, started, answered, body_done = 0, False, False, False
 
         async def counted_receive():
-            nonlocal seen, answered
-            msg = await receive()
+            nonlocal seen, answered, body_done
+            if body_done:           # after the body, receive() waits for a disconnect: no deadline
+                return await receive()
+            try:
+                msg = await asyncio.wait_for(receive(), self.body_timeout_s)
+            except TimeoutError:
+                if not started and not answered:
+                    answered = True
+                    await self._answer(send, 408, f"the request body paused over {self.body_timeout_s:g} s; "
+                                                  "the connection is closed")
+                raise _TooLarge from None
             if msg["type"] == "http.request":
+                body_done = not msg.get("more_body", False)
                 seen += len(msg.get("body", b""))
                 if seen > self.limit:
                     if not started and not answered:    # say 413 now: the app may turn the abort into a 400
@@ -161,3 +177,66 @@ class BodyLimit:
     async def _answer(send, status: int, text: str):
         for msg in _one_line(status, text):
             await send(msg)
+
+
+# ---- every user: bounds on what is in flight at once ---------------------------------------------------
+# The size limit above bounds one request; these bound one user's requests together. 40 parallel 2 MB
+# bodies from one curator grew the server by 522 MB that the allocator never gave back (docs/security.md,
+# "Requests in flight"). Gradio's long-lived event streams carry no body and wait on other requests, so
+# they are not counted (else a page's own stream could hold the slot its events need).
+STREAMS = re.compile(r"/gradio_api/(heartbeat/|queue/data$|stream/|call/)")
+
+
+def body_cost(method: str, headers: dict[bytes, bytes], limit: int = MAX_BODY_BYTES) -> int:
+    """The bytes a request may bring: its declared Content-Length, the size limit for a chunked body."""
+    declared = headers.get(b"content-length")
+    if declared is not None and declared.isdigit():
+        return int(declared)
+    return limit if method in ("POST", "PUT", "PATCH") and b"transfer-encoding" in headers else 0
+
+
+@dataclass
+class _Budget:
+    requests: int = 0
+    bytes: int = 0
+    waiting: int = 0
+    cond: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+
+class InFlight:
+    """Per-key (a user, or an address when logged out) bounds on requests and body bytes in flight. A
+    request over them waits for a slot up to `wait_s`; `slot` then yields False (the caller answers 429).
+    A lone request always fits, whatever its size (the size limit bounds it)."""
+
+    def __init__(self, max_requests: int, max_bytes: int, wait_s: float):
+        self.max_requests, self.max_bytes, self.wait_s = max_requests, max_bytes, wait_s
+        self._budgets: dict[str, _Budget] = {}
+
+    def _fits(self, b: _Budget, cost: int) -> bool:
+        return b.requests == 0 or (b.requests < self.max_requests and b.bytes + cost <= self.max_bytes)
+
+    @asynccontextmanager
+    async def slot(self, key: str, cost: int):
+        b = self._budgets.setdefault(key, _Budget())
+        async with b.cond:
+            b.waiting += 1
+            try:
+                await asyncio.wait_for(b.cond.wait_for(lambda: self._fits(b, cost)), self.wait_s)
+            except TimeoutError:
+                ok = False
+            else:
+                ok = True
+                b.requests += 1
+                b.bytes += cost
+            finally:
+                b.waiting -= 1
+        try:
+            yield ok
+        finally:
+            async with b.cond:
+                if ok:
+                    b.requests -= 1
+                    b.bytes -= cost
+                    b.cond.notify_all()
+                if b.requests == 0 and b.waiting == 0 and self._budgets.get(key) is b:
+                    del self._budgets[key]

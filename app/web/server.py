@@ -6,7 +6,8 @@ Why one mount per page rather than tabs in one Blocks: access is then enforced b
 request to a page, or to any of its Gradio endpoints (/rollouts/gradio_api/...), is refused with
 401/403 unless the session's role may use that page, before Gradio sees it; and each handler checks
 the role again (`app.web.common.guard`). Files are served only through /data and /thumb, which accept
-media under the data directory's media folders and nothing else (`app.web.files.safe_path`)."""
+media under the data directory's media folders and nothing else (`app.web.files.servable`, the one
+rule every file route uses, the Data page's export download included)."""
 from __future__ import annotations
 
 import os
@@ -14,20 +15,24 @@ import secrets
 from pathlib import Path
 
 import gradio as gr
-from fastapi import FastAPI, Form, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from mvp_core import resources
 from app.web.auth import COOKIE, PAGE_ROLES, SESSION_TTL_S, Auth
 from app.web.common import WebContext
 from app.web.pages import BY_PATH, PAGES, Page, script_url
+from app.web.settings import ServeSettings
 
 ROOT = Path(__file__).resolve().parents[2]   # the repository (app/web/server.py -> ../..)
 STATIC_DIR = resources.folder("static")
 CSRF_COOKIE = "mvp_login_csrf"
 MAX_NAME_FIELD = 200                 # login form: longer user names are refused before any check
 MAX_NEXT = 2000                      # a longer `next` is dropped (the login goes to "/")
+LOGIN_FIELDS = 8                     # the login form has four (username, password, next, csrf)
+LOGIN_FIELD_BYTES = 8 * 1024         # its longest field, `next`, is cut at MAX_NEXT anyway
 GRADIO_MAX_FILE = "1kb"              # no page takes uploads (the guard refuses the route); a second line
 GRADIO_DELETE_CACHE = (3600, 3600)   # Gradio's temporary files older than an hour go, hourly
 HEAD = '<link rel="icon" href="/favicon.ico"><link rel="stylesheet" href="/static/studio.css">'
@@ -88,11 +93,18 @@ def _add_auth_routes(app: FastAPI, auth: Auth, builders: dict, secure_cookies: b
         return _login_form(request, _secure(request, secure_cookies), next_url=next)
 
     @app.post("/login", include_in_schema=False)
-    async def login(request: Request, username: str = Form(""), password: str = Form(""),
-                    next: str = Form("/"), csrf: str = Form("")):
-        # Lengths are checked here, not by Form(max_length=...): FastAPI's 422 would answer a JSON dump
-        # that echoes the whole field (the password too) instead of the login page with one line.
+    async def login(request: Request):
+        # The form is parsed here with tight bounds, not by FastAPI's Form(...) parameters: Starlette's
+        # own bounds (1,000 fields, 1 MB a field) answer a raw JSON 400, and FastAPI's 422 echoes every
+        # field, the password too. Here a bad form is the login page with one line.
         secure = _secure(request, secure_cookies)
+        try:
+            form = await request.form(max_files=0, max_fields=LOGIN_FIELDS, max_part_size=LOGIN_FIELD_BYTES)
+        except StarletteHTTPException:
+            return _login_form(request, secure, f"The login form was refused: more than {LOGIN_FIELDS} fields "
+                               f"or a field over {LOGIN_FIELD_BYTES // 1024} KiB.", "/", 400)
+        username, password, next, csrf = (str(form.get(k, d)) for k, d in
+                                          (("username", ""), ("password", ""), ("next", "/"), ("csrf", "")))
         next = next if len(next) <= MAX_NEXT else "/"
         cookie = request.cookies.get(CSRF_COOKIE) or ""
         if not csrf or len(csrf) > 100 or not secrets.compare_digest(csrf.encode(), cookie.encode()):
@@ -143,10 +155,13 @@ def _add_file_routes(app: FastAPI, data: Path) -> None:
         return serve(request, path, thumb=True)
 
 
-def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_cookies: bool | None = None):
+def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_cookies: bool | None = None,
+              settings: ServeSettings | None = None):
     """The FastAPI app serving everything. Only media under `data_dir` are ever served
-    (app/web/files.py); `secure_cookies` None means "Secure when the request came over HTTPS"."""
+    (app/web/files.py); `secure_cookies` None means "Secure when the request came over HTTPS";
+    `settings` None: the local host names, no trusted proxy (app/web/settings.py)."""
     from app.web import guards
+    settings = settings or ServeSettings()
 
     ctx = _web_context(data_dir, db_url)
     app = FastAPI(title="MVP Studio", docs_url=None, redoc_url=None, openapi_url=None)
@@ -154,14 +169,15 @@ def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_coo
     builders = _page_builders()
     ctx.pages = tuple(builders)
     _add_cors_policy(app)
-    guards.install(app, ctx.auth, builders)
+    guards.install(app, ctx.auth, builders, settings)
     _add_auth_routes(app, ctx.auth, builders, secure_cookies)
     _add_file_routes(app, ctx.data_dir)
     _add_static_routes(app)
     _add_page_apis(app, ctx, builders)
     _mount_pages(app, ctx, builders)
     from app.web.limits import BodyLimit
-    app.add_middleware(BodyLimit)      # added last = outermost: before any route, guard or Gradio reads a byte
+    # added last = outermost: before any route, guard or Gradio reads a byte
+    app.add_middleware(BodyLimit, body_timeout_s=settings.body_timeout_s)
     return app
 
 
@@ -212,13 +228,15 @@ def _mount_pages(app: FastAPI, ctx: WebContext, builders: dict) -> None:
     """One Gradio Blocks per page at /<page>, open only to the roles that may use the page."""
     for page, build in builders.items():
         from app.web.common import SESSION_SCRIPT, keep_state
+        from app.web.faults import gradio_handlers
         blocks = keep_state(build(ctx))     # a user error: one line, every component kept as it was
         blocks.queue(default_concurrency_limit=8)
         blocks.delete_cache = GRADIO_DELETE_CACHE
         gr.mount_gradio_app(app, blocks, path=f"/{page}", auth_dependency=_page_user(page),
                             head=SESSION_SCRIPT + _head(BY_PATH[page]),
                             footer_links=[], ssr_mode=False, show_error=True, max_file_size=GRADIO_MAX_FILE,
-                            blocked_paths=[str(ctx.data_dir)], enable_monitoring=False)
+                            blocked_paths=[str(ctx.data_dir)], enable_monitoring=False,
+                            app_kwargs={"exception_handlers": gradio_handlers(app.state.health)})
 
 
 def _page_user(page: str):
@@ -230,12 +248,14 @@ def _page_user(page: str):
 
 
 def serve_forever(data_dir, db_url=None, host: str = "127.0.0.1", port: int = 7860,
-                  secure_cookies: bool | None = None) -> None:
+                  secure_cookies: bool | None = None, settings: ServeSettings | None = None) -> None:
     import uvicorn
-    app = build_app(data_dir, db_url, secure_cookies=secure_cookies)
-    # X-Forwarded-For/-Proto are believed only from the proxies the admin names (MVP_TRUSTED_PROXIES,
-    # comma-separated addresses or networks); by default from nobody, not uvicorn's 127.0.0.1: a local
-    # client could otherwise pick the address the login throttle counts (docs/security.md).
-    trusted = os.environ.get("MVP_TRUSTED_PROXIES", "").strip()
+    settings = settings or ServeSettings.from_env(host)
+    app = build_app(data_dir, db_url, secure_cookies=secure_cookies, settings=settings)
+    # X-Forwarded-For/-Proto are believed only from the proxies the admin names; by default from nobody,
+    # not uvicorn's 127.0.0.1: a local client could otherwise pick the address the login throttle counts
+    # (docs/security.md, "Deployment").
+    trusted = ",".join(settings.trusted_proxies)
+    from app.web.slow_clients import header_deadline
     uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=bool(trusted),
-                forwarded_allow_ips=trusted or None)
+                forwarded_allow_ips=trusted or None, http=header_deadline(settings.header_timeout_s))

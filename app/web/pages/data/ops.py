@@ -290,12 +290,12 @@ def export_zip(ctx: WebContext, name: str, fmt: str) -> Path:
 
 
 def export_file(ctx: WebContext, file_name: str) -> Path:
-    """The zip behind a download link: a plain name under DATA/exports, nothing else."""
+    """The zip behind a download link: a plain zip name under DATA/exports that the one rule for served
+    files accepts (app/web/files.py: no link to the database, no renamed copy of it)."""
+    from app.web.files import PathRefused, servable
     if not ZIP_RE.match(file_name or ""):
         raise UserError("no such export")
-    base = (Path(ctx.data_dir) / EXPORTS).resolve()
-    real = (base / file_name).resolve()
-    # by real path: a symlink exports/x.zip -> ../mvp.sqlite (or anywhere else) is no export
-    if real.parent != base or not ZIP_RE.match(real.name) or not real.is_file():
-        raise UserError("no such export")
-    return real
+    try:
+        return servable(Path(ctx.data_dir), f"{EXPORTS}/{file_name}")
+    except PathRefused as e:
+        raise UserError("no such export") from None     # the same line whatever the reason
