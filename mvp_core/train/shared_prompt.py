@@ -71,9 +71,10 @@ def completion_logits(model, encs: list[dict], comps: list[torch.Tensor], pad_id
     return logits, full
 
 
-def _unique_prompts(encs: list[dict], pad_id: int, device) -> tuple[list[int], list[int], dict]:
-    """(run lengths, each run's first row, the runs' prompts collated once each)."""
-    counts = runs_of_same_prompt(encs)
+def _unique_prompts(encs: list[dict], pad_id: int, device, share: bool = True) -> tuple[list[int], list[int], dict]:
+    """(run lengths, each run's first row, the runs' prompts collated once each); share=False
+    makes every row a run of its own."""
+    counts = runs_of_same_prompt(encs) if share else [1] * len(encs)
     starts = torch.tensor([0] + counts[:-1]).cumsum(0).tolist()
     return counts, starts, batching.collate([encs[s] for s in starts], None, pad_id, device)
 
@@ -100,16 +101,18 @@ def _positions(model, encs: list[dict], full: dict, device) -> torch.Tensor:
     return positions
 
 
-def prefill_for_generate(model, encs: list[dict], pad_id: int, device: torch.device) -> dict | None:
+def prefill_for_generate(model, encs: list[dict], pad_id: int, device: torch.device,
+                         share: bool = True) -> dict | None:
     """Generate's inputs with each unique prompt but its last token already run once and its cache
-    repeated to the rows that share it: {input_ids, attention_mask, cache} for the whole batch.
+    repeated to the rows that share it (share=False: every row's prompt run whole, as generate's
+    own prefill would): {input_ids, attention_mask, cache} for the whole batch.
     transformers' Qwen-VL generate continues from a cache with the stored `rope_deltas` (its
     `_prepare_position_ids_for_generation`), which are set here for the repeated rows. None where
     this does not apply (a prompt ending in a vision token): generate from scratch then."""
     owner = rope_owner(model)
     if owner is None or not hasattr(owner, "rope_deltas"):
         return None
-    counts, _, prompts = _unique_prompts(encs, pad_id, device)
+    counts, _, prompts = _unique_prompts(encs, pad_id, device, share)
     prompts.pop("completion_mask")
     prompts.pop("prompt_len")
     if bool(prompts["mm_token_type_ids"][:, -1].any()):
