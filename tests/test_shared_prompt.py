@@ -182,3 +182,18 @@ def test_lean_decode_draws_what_generate_draws(family, video_mode, share, model_
     assert any(ended) and not all(ended) and len({tuple(r.tolist()) for r in a}) > 1
     with pytest.raises(ValueError, match="top_k"):
         decode.sample_from_prefill(model, {}, owner.rope_deltas, SamplerSettings(top_k=5), pad, eos)
+
+
+def test_sharing_is_chosen_where_it_saves_enough_prompt_tokens():
+    """The measured rule (shared_prompt.pays): a micro-batch shares when the prompt tokens it would
+    not run again reach SHARE_MIN_SAVED_TOKENS; one that repeats no prompt, or only a short one,
+    runs whole."""
+    def enc(n):
+        return {"input_ids": torch.ones((1, n), dtype=torch.long)}
+    long_prompt, short_prompt, other = enc(103), enc(20), enc(90)
+    k = shared_prompt.SHARE_MIN_SAVED_TOKENS
+    assert shared_prompt.saved_prompt_tokens([long_prompt, long_prompt, other, other]) == 2 * 103
+    assert shared_prompt.pays([long_prompt, long_prompt])
+    assert not shared_prompt.pays([long_prompt, other])                 # a cut group: nothing repeated
+    assert not shared_prompt.pays([short_prompt, short_prompt])         # 20 tokens saved
+    assert shared_prompt.pays([enc(k)] * 2) and not shared_prompt.pays([enc(k - 1)] * 2)

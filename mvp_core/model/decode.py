@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 
 from mvp_core.model.sampler import SamplerSettings, placeholder_token_ids
+from mvp_core.train.shared_prompt import rope_owner
 
 
 def supports(s: SamplerSettings) -> bool:
@@ -44,11 +45,11 @@ def sample_from_prefill(model, batch: dict, rope_deltas: torch.Tensor, s: Sample
     eos = torch.tensor(sorted(eos_ids), device=device)
     unfinished = torch.ones(B, dtype=torch.long, device=device)
     step_ids = ids[:, -1:]
+    forward = _text_forward(model)
     out = []
     for _ in range(s.max_new_tokens):
-        logits = model(input_ids=step_ids, attention_mask=mask if keep_mask else None, position_ids=position,
-                       cache=cache, use_cache=True, logits_to_keep=1).logits
-        scores = logits[:, -1].to(dtype=torch.float32, copy=True)
+        scores = forward(step_ids, mask if keep_mask else None, position, cache)
+        scores = scores.to(dtype=torch.float32, copy=True)
         scores = torch.where(suppress[:scores.shape[-1]], -float("inf"), scores)
         if s.do_sample:
             if s.temperature != 1.0:
@@ -66,6 +67,28 @@ def sample_from_prefill(model, batch: dict, rope_deltas: torch.Tensor, s: Sample
         if keep_mask:
             mask = torch.cat([mask, mask.new_ones((B, 1))], dim=-1)
     return torch.stack(out, dim=1)
+
+
+def _text_forward(model):
+    """`f(ids, mask, positions, cache)` -> the next-token logits (B, V): the multimodal model's
+    forward for a text-only step, which embeds the ids, runs its language model and the head on
+    the last position. Called on those parts directly where the model exposes them (the Qwen-VL
+    families): the wrapper's multimodal bookkeeping is a fifth of a small policy's decode step."""
+    owner = rope_owner(model)
+    lm = getattr(owner, "language_model", None)
+    head = model.get_output_embeddings()
+    if lm is None or head is None:
+        def whole(ids, mask, positions, cache):
+            return model(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True,
+                         logits_to_keep=1).logits[:, -1]
+        return whole
+    embed = owner.get_input_embeddings()
+
+    def parts(ids, mask, positions, cache):
+        hidden = lm(input_ids=None, inputs_embeds=embed(ids), attention_mask=mask, position_ids=positions,
+                    cache=cache, use_cache=True).last_hidden_state
+        return head(hidden[:, -1:, :])[:, -1]
+    return parts
 
 
 def _vocab_size(model) -> int:

@@ -257,9 +257,10 @@ def completion_logps(ctx: StepContext, model, encs: list[dict], comps: list[torc
 
 def completion_logits(ctx: StepContext, model, encs: list[dict], comps: list[torch.Tensor]):
     """(logits (B, T, V) predicting each completion token, completion mask (B, T), the completion
-    ids (B, T), padded): each group's prompt run once where the model allows (shared_prompt.py,
-    `share_prompt`), else every sequence whole."""
-    if ctx.cfg.share_prompt and shared_prompt.can_share(model, ctx.cfg.gradient_checkpointing):
+    ids (B, T), padded): each group's prompt run once where the model allows and it pays
+    (shared_prompt.py, `share_prompt`), else every sequence whole."""
+    if (ctx.cfg.share_prompt and shared_prompt.can_share(model, ctx.cfg.gradient_checkpointing)
+            and shared_prompt.pays(encs)):
         logits, batch = shared_prompt.completion_logits(model, encs, comps, ctx.pad_id, ctx.info.device, ctx.eos_ids)
     else:
         batch = batching.collate(encs, comps, ctx.pad_id, ctx.info.device, ctx.eos_ids)

@@ -18,6 +18,14 @@ import torch
 
 from mvp_core.train import batching
 
+# When sharing pays: the shared path runs two forwards where the plain one runs one and copies the
+# prompts' keys/values to their rows; it wins once the prompt tokens it does not run again cost more
+# than that. Measured on the bench's policy on CPU (docs/grpo.md, "When sharing pays";
+# bench/grpo_share_rule.py): the extra forward and copy cost what ~40 prompt tokens (with their
+# frames) cost to run forward and backward. A micro-batch shares from SHARE_MIN_SAVED_TOKENS on
+# (a margin above that: where the two are close the plain forward is the simpler one).
+SHARE_MIN_SAVED_TOKENS = 64
+
 _VISUAL = ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw", "second_per_grid_ts")
 
 
@@ -46,6 +54,18 @@ def can_share(model, gradient_checkpointing: bool) -> bool:
     """Whether this model's forward can run the prompt once: it needs the model's 3-D position
     function, and a cache gradient checkpointing would not recompute."""
     return not gradient_checkpointing and rope_owner(model) is not None
+
+
+def saved_prompt_tokens(encs: list[dict]) -> int:
+    """Prompt tokens (padded) the shared path does not run again for these sequences."""
+    width = max(int(e["input_ids"].shape[-1]) for e in encs)
+    return (len(encs) - len(runs_of_same_prompt(encs))) * width
+
+
+def pays(encs: list[dict]) -> bool:
+    """Whether sharing the prompt is the faster forward for this micro-batch (the measured rule
+    above): a micro-batch that repeats no prompt, or repeats only a short one, runs whole."""
+    return saved_prompt_tokens(encs) >= SHARE_MIN_SAVED_TOKENS
 
 
 def completion_logits(model, encs: list[dict], comps: list[torch.Tensor], pad_id: int, device: torch.device,
