@@ -1,14 +1,17 @@
 """The studio's trainers beside TRL's, side by side in one run (docs/BENCHMARKS.md, "Against TRL"):
-`mvp train` (GRPO, prompt shared and not) against TRL's GRPOTrainer, and `mvp sft` against TRL's
+`mvp train` (GRPO) against TRL's GRPOTrainer at each group size G, and `mvp sft` against TRL's
 SFTTrainer, on the same tiny Qwen2.5-VL (assets/clock-sft), the same puzzles and prompts (TRL's rows
 are the project's `trl` export rows, mvp_core/export/formats.py), the same reward (TRL gets the
 project's reward in its form, mvp_core/export/logged_reward.py), the same optimizer settings, one
-thread each. Every configuration runs as its own process, repeated and interleaved (A B C A B C ...)
-so a noisy machine slows all alike; the figure is the median seconds per optimizer step after the
-first (warm-up) step, the ratio studio / TRL, each process's peak RSS, and the mean completion length
-(tokens) each sampled: a sampler that stops earlier does less work, so compare steps at similar lengths.
+thread per process. With `--processes 1,2` every GRPO pair also runs as 2 processes: the studio
+under torchrun (gloo), TRL under `accelerate launch --num_processes 2 --cpu`, each process taking
+the 1-process batch. Every configuration runs as its own launch, repeated and interleaved
+(A B C A B C ...) so a noisy machine slows all alike; the figure is the median seconds per
+optimizer step after the first (warm-up) step, the ratio studio / TRL, the peak RSS of the largest
+process, and the mean completion length (tokens) each sampled: a sampler that stops earlier does
+less work, so compare steps at similar lengths. `--unshared` adds the studio with share_prompt=false.
 
-    python bench/peer_trl.py [--groups 4,8] [--prompts 2] [--steps 4] [--repeats 3]
+    python bench/peer_trl.py [--groups 2,4,8,16] [--processes 1,2] [--prompts 2] [--steps 4] [--repeats 3]
 
 A configuration's worker is this file run with `--worker` (TRL keeps process-wide state)."""
 from __future__ import annotations
@@ -29,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 MODEL = ROOT / "assets" / "clock-sft"
 COMPLETION_TOKENS = 32
 LR = 1e-5
+BIN = Path(sys.executable).parent
 
 
 def _env() -> dict:
@@ -110,11 +114,11 @@ def worker_trl(kind: str, puzzles: Path, out: Path, group: int, prompts: int, st
                              processing_class=processor, callbacks=[cb])
     trainer.train()
     lengths = [h["completions/mean_length"] for h in trainer.state.log_history if "completions/mean_length" in h]
-    return {"steps": clock.steps, "lengths": lengths}
+    return {"steps": clock.steps, "lengths": lengths} if trainer.accelerator.is_main_process else None
 
 
 def worker_studio(kind: str, puzzles: Path, out: Path, group: int, prompts: int, steps: int,
-                  share_prompt: bool) -> dict:
+                  share_prompt: bool, processes: int) -> dict:
     common = [f"model={MODEL}", f"puzzles={puzzles}", f"output_dir={out}", f"max_steps={steps}",
               f"save_steps={steps}", "save_total_limit=1", f"learning_rate={LR}", "lr_scheduler_type=constant",
               "freeze_vision=true", "max_grad_norm=1.0"]
@@ -125,7 +129,9 @@ def worker_studio(kind: str, puzzles: Path, out: Path, group: int, prompts: int,
                 f"share_prompt={str(share_prompt).lower()}"]
     else:
         argv = ["sft", *common, f"per_device_train_batch_size={prompts}", "target=short"]
-    r = subprocess.run([sys.executable, "-m", "app.cli", *argv], cwd=ROOT, env=_env(), capture_output=True,
+    launch = ([str(BIN / "torchrun"), "--standalone", "--nproc_per_node", str(processes)] if processes > 1
+              else [sys.executable])
+    r = subprocess.run([*launch, "-m", "app.cli", *argv], cwd=ROOT, env=_env(), capture_output=True,
                        text=True, timeout=3600)
     if r.returncode != 0:
         raise SystemExit(f"mvp {argv[0]} failed: {(r.stderr or r.stdout).strip().splitlines()[-1:]}")
@@ -140,27 +146,47 @@ def run_one(cfg: dict, puzzles: Path, work: Path, steps: int, prompts: int) -> d
     """One configuration in its own process: its step times and its peak RSS (MiB, from wait4)."""
     out = Path(tempfile.mkdtemp(dir=work, prefix=f"{cfg['name']}-"))
     res = out / "steps.json"
-    cmd = [sys.executable, __file__, "--worker", json.dumps(cfg), "--puzzles", str(puzzles), "--out", str(out),
-           "--steps", str(steps), "--prompts", str(prompts), "--result", str(res)]
+    worker = [__file__, "--worker", json.dumps(cfg), "--puzzles", str(puzzles), "--out", str(out),
+              "--steps", str(steps), "--prompts", str(prompts), "--result", str(res)]
+    if cfg["engine"] == "trl" and cfg["processes"] > 1:
+        cmd = [str(BIN / "accelerate"), "launch", "--cpu", "--num_processes", str(cfg["processes"]),
+               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", *worker]
+    else:       # the studio's worker starts its own torchrun (worker_studio)
+        cmd = [sys.executable, *worker]
     p = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     err = p.stderr.read()
     _, status, usage = os.wait4(p.pid, 0)
     if status != 0 or not res.is_file():
         raise SystemExit(f"{cfg['name']} failed: {err.strip().splitlines()[-3:]}")
-    # ru_maxrss covers the worker and the `mvp` child it waited for (the studio runs in a child)
+    # ru_maxrss: the largest of the worker and the children it waited for (the studio runs in a child)
     return {**json.loads(res.read_text()), "rss_mib": usage.ru_maxrss / 1024}
 
 
-def configs(groups: list[int]) -> list[dict]:
+def configs(groups: list[int], processes: list[int], unshared: bool) -> list[dict]:
     out = []
     for g in groups:
-        out += [{"name": f"grpo-G{g}-studio", "kind": "grpo", "engine": "studio", "group": g, "share_prompt": True},
-                {"name": f"grpo-G{g}-studio-unshared", "kind": "grpo", "engine": "studio", "group": g,
-                 "share_prompt": False},
-                {"name": f"grpo-G{g}-trl", "kind": "grpo", "engine": "trl", "group": g}]
-    out += [{"name": "sft-studio", "kind": "sft", "engine": "studio", "group": 1},
-            {"name": "sft-trl", "kind": "sft", "engine": "trl", "group": 1}]
+        for n in processes:
+            tail = f"-p{n}" if n > 1 else ""
+            grpo = {"kind": "grpo", "group": g, "processes": n}
+            out.append({**grpo, "name": f"grpo-G{g}-studio{tail}", "engine": "studio", "share_prompt": True})
+            if unshared:
+                out.append({**grpo, "name": f"grpo-G{g}-studio-unshared{tail}", "engine": "studio",
+                            "share_prompt": False})
+            out.append({**grpo, "name": f"grpo-G{g}-trl{tail}", "engine": "trl"})
+    out += [{"name": "sft-studio", "kind": "sft", "engine": "studio", "group": 1, "processes": 1},
+            {"name": "sft-trl", "kind": "sft", "engine": "trl", "group": 1, "processes": 1}]
     return out
+
+
+def peer_of(name: str) -> str | None:
+    """The TRL configuration a studio one is compared with (same kind, G and processes)."""
+    if "-studio" not in name:
+        return None
+    return name.replace("-studio-unshared", "-trl").replace("-studio", "-trl")
+
+
+def _load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def _mean(xs: list[float]) -> float:
@@ -173,7 +199,9 @@ def _median_after_warmup(xs: list[float]) -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--groups", default="4,8", help="GRPO group sizes G (comma-separated)")
+    ap.add_argument("--groups", default="2,4,8,16", help="GRPO group sizes G (comma-separated)")
+    ap.add_argument("--processes", default="1", help="process counts to run each GRPO pair with (e.g. 1,2)")
+    ap.add_argument("--unshared", action="store_true", help="also the studio with share_prompt=false")
     ap.add_argument("--prompts", type=int, default=2, help="puzzles per optimizer step")
     ap.add_argument("--steps", type=int, default=4, help="optimizer steps per run (the first is warm-up)")
     ap.add_argument("--repeats", type=int, default=3, help="runs of each configuration, interleaved")
@@ -190,15 +218,18 @@ def main(argv=None) -> int:
             steps = worker_trl(cfg["kind"], args.puzzles, args.out, cfg["group"], args.prompts, args.steps)
         else:
             steps = worker_studio(cfg["kind"], args.puzzles, args.out, cfg["group"], args.prompts, args.steps,
-                                  cfg.get("share_prompt", True))
-        args.result.write_text(json.dumps(steps))
+                                  cfg.get("share_prompt", True), cfg["processes"])
+        if steps is not None:       # under accelerate only the main process reports
+            args.result.write_text(json.dumps(steps))
         return 0
     work = args.work or Path(tempfile.mkdtemp(prefix="peer-trl-"))
     work.mkdir(parents=True, exist_ok=True)
     puzzles = make_puzzles(work)
-    print(f"{len(_records(puzzles))} puzzles; {args.prompts} per step, {args.steps} steps, {args.repeats} repeats",
+    print(f"{len(_records(puzzles))} puzzles; {args.prompts} per step per process, {args.steps} steps, "
+          f"{args.repeats} repeats; load average {_load()}",
           flush=True)
-    cfgs = configs([int(g) for g in args.groups.split(",")])
+    cfgs = configs([int(g) for g in args.groups.split(",")], [int(n) for n in args.processes.split(",")],
+                   args.unshared)
     runs: dict[str, list[dict]] = {c["name"]: [] for c in cfgs}
     for rep in range(args.repeats):
         for c in cfgs:
@@ -214,12 +245,12 @@ def main(argv=None) -> int:
                        "completion_tokens": _mean([x for r in rs for x in r["lengths"]])}
     print(f"\n{'configuration':28} {'s/step':>8} {'spread':>15} {'tokens':>7} {'RSS MiB':>8} {'vs TRL':>7} {'RSS vs TRL':>10}")
     for name, t in table.items():
-        peer = name.rsplit("-studio", 1)[0] + "-trl" if "-studio" in name else None
+        peer = peer_of(name)
         ratio = f"{t['step_s'] / table[peer]['step_s']:.2f}x" if peer in table else ""
         rss = f"{t['rss_mib'] / table[peer]['rss_mib']:.2f}x" if peer in table else ""
         print(f"{name:28} {t['step_s']:8.2f} [{t['step_s_min']:5.2f}, {t['step_s_max']:5.2f}] "
               f"{t['completion_tokens']:7.1f} {t['rss_mib']:8.0f} {ratio:>7} {rss:>10}")
-    print(f"load average: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
+    print(f"load average: {_load()}")
     if args.json:
         args.json.write_text(json.dumps(table, indent=2))
     return 0

@@ -144,3 +144,56 @@ def test_prefilled_generate_equals_plain_generate(family, video_mode, model_data
     for sa, sb in zip(a.scores, b.scores):
         finite = torch.isfinite(sa)
         assert torch.allclose(sa[finite], sb[finite], atol=1e-4)
+
+
+@pytest.mark.parametrize("family,video_mode,share", [("qwen2_5_vl", False, True), ("qwen2_5_vl", False, False),
+                                                     ("qwen2_vl", False, True), ("qwen3_vl", True, True)])
+def test_lean_decode_draws_what_generate_draws(family, video_mode, share, model_data, tmp_path, torch_one_thread):
+    """The rollout's own decode loop (mvp_core/model/decode.py) from the prefill picks the very
+    tokens generate picks from the same prefill and random state: sampling at temperature 1 and
+    0.7 and greedy, left-padded prompts, rows that stop at an end token padded after it."""
+    from mvp_core.model import decode
+    from mvp_core.model.sampler import SamplerSettings, sample
+    model_dir, model, processor = _policy(tmp_path, family)
+    model.eval()
+    seqs, _, pad, _ = _sequences(model_data, tmp_path, model_dir, processor, video_mode)
+    owner = shared_prompt.rope_owner(model)
+
+    def both(s, eos):
+        with torch.no_grad():
+            pre = shared_prompt.prefill_for_generate(model, seqs, pad, torch.device("cpu"), share=share)
+            P = pre["input_ids"].shape[1]
+            torch.manual_seed(11)
+            a = sample(model, pre, s, use_cache=True, pad_token_id=pad, eos_token_id=sorted(eos))[:, P:]
+            pre = shared_prompt.prefill_for_generate(model, seqs, pad, torch.device("cpu"), share=share)
+            torch.manual_seed(11)
+            b = decode.sample_from_prefill(model, pre, owner.rope_deltas, s, pad, frozenset(eos))
+        return a, b
+
+    free, _ = both(SamplerSettings(max_new_tokens=12), {pad})
+    # end tokens some rows draw early and others never: rows of different lengths
+    eos = {int(free[0, 2]), int(free[-1, 5])}
+    for s in (SamplerSettings(max_new_tokens=12), SamplerSettings(temperature=0.7, max_new_tokens=12),
+              SamplerSettings(do_sample=False, max_new_tokens=12)):
+        a, b = both(s, eos)
+        assert torch.equal(a, b), (s, a, b)
+    a, _ = both(SamplerSettings(max_new_tokens=12), eos)
+    ended = [any(int(t) in eos for t in row[:-1]) for row in a]
+    assert any(ended) and not all(ended) and len({tuple(r.tolist()) for r in a}) > 1
+    with pytest.raises(ValueError, match="top_k"):
+        decode.sample_from_prefill(model, {}, owner.rope_deltas, SamplerSettings(top_k=5), pad, eos)
+
+
+def test_sharing_is_chosen_where_it_saves_enough_prompt_tokens():
+    """The measured rule (shared_prompt.pays): a micro-batch shares when the prompt tokens it would
+    not run again reach SHARE_MIN_SAVED_TOKENS; one that repeats no prompt, or only a short one,
+    runs whole."""
+    def enc(n):
+        return {"input_ids": torch.ones((1, n), dtype=torch.long)}
+    long_prompt, short_prompt, other = enc(103), enc(20), enc(90)
+    k = shared_prompt.SHARE_MIN_SAVED_TOKENS
+    assert shared_prompt.saved_prompt_tokens([long_prompt, long_prompt, other, other]) == 2 * 103
+    assert shared_prompt.pays([long_prompt, long_prompt])
+    assert not shared_prompt.pays([long_prompt, other])                 # a cut group: nothing repeated
+    assert not shared_prompt.pays([short_prompt, short_prompt])         # 20 tokens saved
+    assert shared_prompt.pays([enc(k)] * 2) and not shared_prompt.pays([enc(k - 1)] * 2)

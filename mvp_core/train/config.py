@@ -172,9 +172,11 @@ class GRPOConfig(DocumentedConfig):
     freeze_vision: bool = Field(True, description="Keep the vision tower's weights fixed (train the language "
                                                   "model only).")
     share_prompt: bool = Field(True, description=(
-        "Run each puzzle's prompt once for its G completions in the log-prob forward (its keys/values "
-        "repeated): the same log-probs and gradient at a fraction of the cost; off = every sequence whole "
-        "(docs/grpo.md, \"One prompt forward per group\"). Off by itself under gradient_checkpointing."))
+        "Run each puzzle's prompt once for its G completions in the rollout's prefill and the log-prob "
+        "forward (its keys/values repeated): the same log-probs and gradient at a fraction of the cost; a "
+        "micro-batch that would save too few prompt tokens runs whole (docs/grpo.md, \"When sharing pays\"); "
+        "off = every sequence whole (docs/grpo.md, \"One prompt forward per group\"). Off by itself under "
+        "gradient_checkpointing."))
     lora: bool = Field(False, description="Train LoRA adapters (peft) instead of the full weights.")
     lora_r: int = Field(16, ge=1, le=1024, description="LoRA rank.")
     lora_alpha: int = Field(32, ge=1, le=65_536, description="LoRA alpha (scale = alpha / r).")

@@ -27,6 +27,7 @@ from mvp_core.train.lifecycle import Trainer
 from mvp_core.train.loss import entropy_from_logits, group_advantages, grpo_loss, selective_log_softmax
 from mvp_core.train.model_setup import optimizer_step, reference_model
 from mvp_core.train.runlog import RunLogger, step_metrics
+from mvp_core.model import decode
 from mvp_core.model.rollout import scored_row
 from mvp_core.model.sampler import SamplerSettings, placeholder_token_ids, sample
 
@@ -219,20 +220,25 @@ def generate(ctx: StepContext, seq_encs: list[dict]) -> list[torch.Tensor]:
     cfg = ctx.cfg
     gen_model = D.unwrap(ctx.train_model)
     gen_model.eval()
+    # the run's own sampler settings, never the checkpoint's generation_config (sampler.py), and its
+    # stop tokens the one end-of-sequence rule (model_setup.end_ids), the token SFT targets end with
+    settings = SamplerSettings.from_config(cfg)
     with ctx.autocast(), D.gathered_for_generate(gen_model):
-        # each puzzle's prompt prefilled once for its G samples (shared_prompt.py); else every sequence whole
-        batch = (shared_prompt.prefill_for_generate(gen_model, seq_encs, ctx.pad_id, ctx.info.device)
-                 if cfg.share_prompt else None)
-        if batch is None:
-            batch = batching.collate(seq_encs, None, ctx.pad_id, ctx.info.device)
-            batch.pop("completion_mask")
-            batch.pop("prompt_len")
-        prompt_len = batch["input_ids"].shape[1]
-        # the run's own sampler settings, never the checkpoint's generation_config (sampler.py)
-        # and its stop tokens the one end-of-sequence rule (model_setup.end_ids), the token SFT targets end with
-        out = sample(gen_model, batch, SamplerSettings.from_config(cfg), use_cache=True, pad_token_id=ctx.pad_id,
-                     eos_token_id=sorted(ctx.eos_ids))
-    return [batching.trim_completion(row[prompt_len:].cpu(), ctx.eos_ids) for row in out]
+        # each puzzle's prompt prefilled once for its G samples (shared_prompt.py), or every row's whole
+        batch = shared_prompt.prefill_for_generate(gen_model, seq_encs, ctx.pad_id, ctx.info.device,
+                                                   share=cfg.share_prompt)
+        if batch is not None and decode.supports(settings):
+            new = decode.sample_from_prefill(gen_model, batch, shared_prompt.rope_owner(gen_model).rope_deltas,
+                                             settings, ctx.pad_id, ctx.eos_ids)
+        else:
+            if batch is None:
+                batch = batching.collate(seq_encs, None, ctx.pad_id, ctx.info.device)
+                batch.pop("completion_mask")
+                batch.pop("prompt_len")
+            prompt_len = batch["input_ids"].shape[1]
+            new = sample(gen_model, batch, settings, use_cache=True, pad_token_id=ctx.pad_id,
+                         eos_token_id=sorted(ctx.eos_ids))[:, prompt_len:]
+    return [batching.trim_completion(row.cpu(), ctx.eos_ids) for row in new]
 
 
 def completion_logps(ctx: StepContext, model, encs: list[dict], comps: list[torch.Tensor], with_entropy: bool = False):
@@ -254,9 +260,10 @@ def completion_logps(ctx: StepContext, model, encs: list[dict], comps: list[torc
 
 def completion_logits(ctx: StepContext, model, encs: list[dict], comps: list[torch.Tensor]):
     """(logits (B, T, V) predicting each completion token, completion mask (B, T), the completion
-    ids (B, T), padded): each group's prompt run once where the model allows (shared_prompt.py,
-    `share_prompt`), else every sequence whole."""
-    if ctx.cfg.share_prompt and shared_prompt.can_share(model, ctx.cfg.gradient_checkpointing):
+    ids (B, T), padded): each group's prompt run once where the model allows and it pays
+    (shared_prompt.py, `share_prompt`), else every sequence whole."""
+    if (ctx.cfg.share_prompt and shared_prompt.can_share(model, ctx.cfg.gradient_checkpointing)
+            and shared_prompt.pays(encs)):
         logits, batch = shared_prompt.completion_logits(model, encs, comps, ctx.pad_id, ctx.info.device, ctx.eos_ids)
     else:
         batch = batching.collate(encs, comps, ctx.pad_id, ctx.info.device, ctx.eos_ids)

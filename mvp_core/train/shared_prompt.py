@@ -18,6 +18,14 @@ import torch
 
 from mvp_core.train import batching
 
+# When sharing pays: the shared path runs two forwards where the plain one runs one and copies the
+# prompts' keys/values to their rows; it wins once the prompt tokens it does not run again cost more
+# than that. Measured on the bench's policy on CPU (docs/grpo.md, "When sharing pays";
+# bench/grpo_share_rule.py): the extra forward and copy cost what ~40 prompt tokens (with their
+# frames) cost to run forward and backward. A micro-batch shares from SHARE_MIN_SAVED_TOKENS on
+# (a margin above that: where the two are close the plain forward is the simpler one).
+SHARE_MIN_SAVED_TOKENS = 64
+
 _VISUAL = ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw", "second_per_grid_ts")
 
 
@@ -48,6 +56,18 @@ def can_share(model, gradient_checkpointing: bool) -> bool:
     return not gradient_checkpointing and rope_owner(model) is not None
 
 
+def saved_prompt_tokens(encs: list[dict]) -> int:
+    """Prompt tokens (padded) the shared path does not run again for these sequences."""
+    width = max(int(e["input_ids"].shape[-1]) for e in encs)
+    return (len(encs) - len(runs_of_same_prompt(encs))) * width
+
+
+def pays(encs: list[dict]) -> bool:
+    """Whether sharing the prompt is the faster forward for this micro-batch (the measured rule
+    above): a micro-batch that repeats no prompt, or repeats only a short one, runs whole."""
+    return saved_prompt_tokens(encs) >= SHARE_MIN_SAVED_TOKENS
+
+
 def completion_logits(model, encs: list[dict], comps: list[torch.Tensor], pad_id: int, device: torch.device,
                       eos_ids: frozenset) -> tuple[torch.Tensor, dict]:
     """(logits (B, T, V), batch): row i, column t predicts completion token t of sequence i, as
@@ -71,9 +91,10 @@ def completion_logits(model, encs: list[dict], comps: list[torch.Tensor], pad_id
     return logits, full
 
 
-def _unique_prompts(encs: list[dict], pad_id: int, device) -> tuple[list[int], list[int], dict]:
-    """(run lengths, each run's first row, the runs' prompts collated once each)."""
-    counts = runs_of_same_prompt(encs)
+def _unique_prompts(encs: list[dict], pad_id: int, device, share: bool = True) -> tuple[list[int], list[int], dict]:
+    """(run lengths, each run's first row, the runs' prompts collated once each); share=False
+    makes every row a run of its own."""
+    counts = runs_of_same_prompt(encs) if share else [1] * len(encs)
     starts = torch.tensor([0] + counts[:-1]).cumsum(0).tolist()
     return counts, starts, batching.collate([encs[s] for s in starts], None, pad_id, device)
 
@@ -100,16 +121,18 @@ def _positions(model, encs: list[dict], full: dict, device) -> torch.Tensor:
     return positions
 
 
-def prefill_for_generate(model, encs: list[dict], pad_id: int, device: torch.device) -> dict | None:
+def prefill_for_generate(model, encs: list[dict], pad_id: int, device: torch.device,
+                         share: bool = True) -> dict | None:
     """Generate's inputs with each unique prompt but its last token already run once and its cache
-    repeated to the rows that share it: {input_ids, attention_mask, cache} for the whole batch.
+    repeated to the rows that share it (share=False: every row's prompt run whole, as generate's
+    own prefill would): {input_ids, attention_mask, cache} for the whole batch.
     transformers' Qwen-VL generate continues from a cache with the stored `rope_deltas` (its
     `_prepare_position_ids_for_generation`), which are set here for the repeated rows. None where
     this does not apply (a prompt ending in a vision token): generate from scratch then."""
     owner = rope_owner(model)
     if owner is None or not hasattr(owner, "rope_deltas"):
         return None
-    counts, _, prompts = _unique_prompts(encs, pad_id, device)
+    counts, _, prompts = _unique_prompts(encs, pad_id, device, share)
     prompts.pop("completion_mask")
     prompts.pop("prompt_len")
     if bool(prompts["mm_token_type_ids"][:, -1].any()):

@@ -1,0 +1,96 @@
+"""A lean sampling loop for GRPO's rollout: from a prefilled cache, one forward per new token,
+softmax(logits / temperature) with the vision placeholders suppressed, and nothing else.
+
+Why hand-written rather than transformers' `generate`: on the bench's small policy a decode step
+spends about as long in generate's own machinery (its per-step input preparation, the
+logits-processor and stopping-criteria lists, the signature checks) as in the model's forward
+(docs/grpo.md, "Where a step's time goes"). This loop makes the same forward calls generate makes
+(the same ids, positions, attention mask and cache), applies the same two processors in the same
+order (the placeholders' logits set to -inf, then the temperature) and draws with the same
+`torch.multinomial`, so for the same random state it picks the same tokens
+(tests/test_shared_prompt.py checks it against `sampler.sample`). It covers only settings it
+reproduces exactly (`supports`): sampling at a temperature or greedy decoding, with top_k, top_p,
+min_p and the repetition penalty off, the training defaults; anything else goes to generate."""
+from __future__ import annotations
+
+import torch
+
+from mvp_core.model.sampler import SamplerSettings, placeholder_token_ids
+from mvp_core.train.shared_prompt import rope_owner
+
+
+def supports(s: SamplerSettings) -> bool:
+    """Whether this loop draws exactly what `sampler.sample` would under `s`."""
+    return s.is_exact_policy()
+
+
+@torch.no_grad()
+def sample_from_prefill(model, batch: dict, rope_deltas: torch.Tensor, s: SamplerSettings, pad_id: int,
+                        eos_ids: frozenset) -> torch.Tensor:
+    """The sampled tokens (B, T), T <= s.max_new_tokens, rows that ended padded with `pad_id` after
+    their end token, as generate's output after the prompt. `batch` holds the whole left-padded
+    prompts (`input_ids`, `attention_mask`) and a `cache` of all but their last token;
+    `rope_deltas` (B, 1) the multimodal position offsets the prefill computed."""
+    if not supports(s):
+        raise ValueError(f"decode.sample_from_prefill cannot reproduce {', '.join(s.off_policy_settings())}")
+    ids, mask, cache = batch["input_ids"], batch["attention_mask"], batch["cache"]
+    B, device = ids.shape[0], ids.device
+    # generate leaves the mask out when nothing is padded (and so must this loop, to compute the same
+    # attention); its positions are the prompt's text positions plus the stored deltas, +1 per token
+    keep_mask = not bool(mask.all())
+    position = (mask.long().sum(-1, keepdim=True) - 1 + rope_deltas.to(device)).unsqueeze(0)     # (1, B, 1)
+    blocked = placeholder_token_ids(model)
+    suppress = torch.zeros(_vocab_size(model), dtype=torch.bool, device=device)
+    suppress[blocked] = True
+    eos = torch.tensor(sorted(eos_ids), device=device)
+    unfinished = torch.ones(B, dtype=torch.long, device=device)
+    step_ids = ids[:, -1:]
+    forward = _text_forward(model)
+    out = []
+    for _ in range(s.max_new_tokens):
+        scores = forward(step_ids, mask if keep_mask else None, position, cache)
+        scores = scores.to(dtype=torch.float32, copy=True)
+        scores = torch.where(suppress[:scores.shape[-1]], -float("inf"), scores)
+        if s.do_sample:
+            if s.temperature != 1.0:
+                scores = scores / s.temperature
+            nxt = torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1)
+        else:
+            nxt = torch.argmax(scores, dim=-1)
+        nxt = nxt * unfinished + pad_id * (1 - unfinished)
+        out.append(nxt)
+        unfinished = unfinished & ~torch.isin(nxt, eos)
+        if not bool(unfinished.any()):
+            break
+        step_ids = nxt[:, None]
+        position = position + 1
+        if keep_mask:
+            mask = torch.cat([mask, mask.new_ones((B, 1))], dim=-1)
+    return torch.stack(out, dim=1)
+
+
+def _text_forward(model):
+    """`f(ids, mask, positions, cache)` -> the next-token logits (B, V): the multimodal model's
+    forward for a text-only step, which embeds the ids, runs its language model and the head on
+    the last position. Called on those parts directly where the model exposes them (the Qwen-VL
+    families): the wrapper's multimodal bookkeeping is a fifth of a small policy's decode step."""
+    owner = rope_owner(model)
+    lm = getattr(owner, "language_model", None)
+    head = model.get_output_embeddings()
+    if lm is None or head is None:
+        def whole(ids, mask, positions, cache):
+            return model(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True,
+                         logits_to_keep=1).logits[:, -1]
+        return whole
+    embed = owner.get_input_embeddings()
+
+    def parts(ids, mask, positions, cache):
+        hidden = lm(input_ids=None, inputs_embeds=embed(ids), attention_mask=mask, position_ids=positions,
+                    cache=cache, use_cache=True).last_hidden_state
+        return head(hidden[:, -1:, :])[:, -1]
+    return parts
+
+
+def _vocab_size(model) -> int:
+    cfg = model.config
+    return int(getattr(getattr(cfg, "text_config", cfg), "vocab_size"))
