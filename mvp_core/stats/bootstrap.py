@@ -51,19 +51,44 @@ def cluster_mean_ci(values: Sequence[float], clusters: Sequence[Hashable], resam
     mean = float(v.mean())
     if k < 2:
         return Interval(mean, mean, mean, len(v), k)
-    rng = np.random.default_rng(seed)
     if strata is None:
-        picks = rng.integers(0, k, size=(resamples, k))
+        picks = _picks(k, resamples, seed)
     else:
+        rng = np.random.default_rng(seed)
         of_stratum: dict[Hashable, list[int]] = {}
         for i, key in enumerate(dict.fromkeys(keyed)):
             of_stratum.setdefault(key[0], []).append(i)
         picks = np.concatenate([np.asarray(ix)[rng.integers(0, len(ix), size=(resamples, len(ix)))]
                                 for ix in of_stratum.values()], axis=1)
+    return _percentiles(sums, counts, picks, mean, len(v), level)
+
+
+def cluster_sums_ci(sums: Sequence[float], counts: Sequence[float], resamples: int = RESAMPLES,
+                    level: float = LEVEL, seed: int = 0) -> Interval:
+    """`cluster_mean_ci` from each cluster's sum and count of observations (what a database's GROUP BY
+    video gives), so a table of 10^5 answers never comes into Python row by row: the same resampling
+    of clusters and the same interval as `cluster_mean_ci` on the observations themselves."""
+    sums, counts = np.asarray(sums, dtype=np.float64), np.asarray(counts, dtype=np.float64)
+    k, n = len(sums), float(counts.sum())
+    if k == 0 or n == 0:
+        return Interval(float("nan"), float("nan"), float("nan"), 0, 0)
+    mean = float(sums.sum() / n)
+    if k < 2:
+        return Interval(mean, mean, mean, int(n), k)
+    return _percentiles(sums, counts, _picks(k, resamples, seed), mean, int(n), level)
+
+
+def _picks(k: int, resamples: int, seed: int) -> np.ndarray:
+    """Which clusters each resample draws (with replacement)."""
+    return np.random.default_rng(seed).integers(0, k, size=(resamples, k))
+
+
+def _percentiles(sums: np.ndarray, counts: np.ndarray, picks: np.ndarray, mean: float, n: int,
+                 level: float) -> Interval:
     stats = sums[picks].sum(axis=1) / counts[picks].sum(axis=1)
     a = (1 - level) / 2
     lo, hi = np.quantile(stats, [a, 1 - a])
-    return Interval(mean, float(lo), float(hi), len(v), k)
+    return Interval(mean, float(lo), float(hi), n, len(sums))
 
 
 def cluster_diff_ci(a: Sequence[float], b: Sequence[float], clusters: Sequence[Hashable],
