@@ -126,9 +126,9 @@ def test_group_intervals_resample_videos(answered, by):
     else:
         for kind, g in out.items():
             rows, _ = at.page(db.engine, key, at.AnswersQuery(kind=kind, limit=500), start)
-            ex = [e for r in rows for e, _ in want[r["puzzle"]]["ckpt"]]
-            vids = [want[r["puzzle"]]["video"] for r in rows for _ in range(G)]
-            iv = cluster_mean_ci(ex, vids)
+            pairs = sorted((want[r["puzzle"]]["video"], e) for r in rows for e, _ in want[r["puzzle"]]["ckpt"])
+            ex, vids = [e for _, e in pairs], [v for v, _ in pairs]
+            iv = cluster_mean_ci(ex, vids)          # videos in id order, as the query lists them
             assert g["puzzles"] == len(rows) and g["answers"] == len(ex)
             assert (g["exact"], g["exact_lo"], g["exact_hi"]) == pytest.approx((iv.mean, iv.lo, iv.hi))
             assert g["start_exact"] == pytest.approx(_mean([e for r in rows for e, _ in want[r["puzzle"]]["start"]]))

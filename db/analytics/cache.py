@@ -39,6 +39,9 @@ class StoreCopy:
         self.cursor = {"options": 0, "events": 0, "rollouts": 0, "set_items": 0}
         self.n_puzzles = -1
         self.tables: set[str] = set()
+        # tables other modules derive from the copy (name -> `version()` when built): rebuilt only
+        # when the copy has grown since (db/runs/answers_table.py)
+        self.derived: dict[str, tuple] = {}
         self.db.execute('CREATE TABLE pv (user_id BIGINT, pk UBIGINT, verdict VARCHAR, "seconds" DOUBLE, '
                         'created_at TIMESTAMP)')
         # ov = the current option *rejects* (a keep, or no row, never counts); it carries its option's
@@ -244,6 +247,10 @@ class StoreCopy:
         self.db.register("_delta", pa.table(out))
         self._append("set_options", "SELECT set_name, hash(puzzle_id) AS pk, label, kind FROM _delta")
         self.db.unregister("_delta")
+
+    def version(self) -> tuple:
+        """Changes whenever a refresh pulled new rows (every pulled table is insert-only)."""
+        return (*self.cursor.values(), self.n_puzzles)
 
     def query(self, sql: str, params: list | None = None) -> list[dict]:
         with self.lock:
