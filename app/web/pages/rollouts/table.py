@@ -197,7 +197,10 @@ def wire_table(t: TableUI, h: TableHandlers, left: gr.Dropdown, video: gr.Dropdo
     """A filter, sort or level change (and a new left version) goes back to page 1, then asks for the
     page; the page buttons step the page number first; the page's load and Refresh fill it too."""
     inputs = [left, *t.query_inputs]
-    fast = {"show_progress": "hidden"}
+    # one queue for every fill, one at a time: answers come back in the order they were asked (two
+    # quick changes, e.g. sort then "largest first", never end on the older one's rows); the store's
+    # DuckDB copy answers one query at a time anyway
+    fast = {"show_progress": "hidden", "concurrency_id": "rollouts-table", "concurrency_limit": 1}
     for c in (t.level, t.sort, t.descending, t.video, t.kind, t.result, t.group_by, left):
         c.input(lambda: 1, None, t.page_no, queue=False).then(h.fill, inputs, t.outputs, **fast)
     t.search.submit(lambda: 1, None, t.page_no, queue=False).then(h.fill, inputs, t.outputs, **fast)
@@ -206,4 +209,4 @@ def wire_table(t: TableUI, h: TableHandlers, left: gr.Dropdown, video: gr.Dropdo
     t.next.click(lambda n: h.step(n, 1), t.page_no, t.page_no, queue=False).then(h.fill, inputs, t.outputs, **fast)
     loaded.then(h.fill, inputs, t.outputs, **fast)
     refresh.click(h.fill, inputs, t.outputs, **fast)
-    t.rows.select(h.open_row, [left], [video, puzzle], **fast).then(None, selection, None, js=OPEN_JS)
+    t.rows.select(h.open_row, [left], [video, puzzle], show_progress="hidden").then(None, selection, None, js=OPEN_JS)
