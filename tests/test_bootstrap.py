@@ -4,8 +4,9 @@ resampling puzzles (the old intervals) falls short."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from mvp_core.stats.bootstrap import cluster_diff_ci, cluster_mean_ci
+from mvp_core.stats.bootstrap import cluster_diff_ci, cluster_mean_ci, cluster_sums_cis
 
 TRUE_MEAN = 0.5
 
@@ -44,3 +45,20 @@ def test_paired_difference_and_edge_cases():
     one = cluster_mean_ci([0.2, 0.4], ["v", "v"])
     assert (one.lo, one.hi, one.clusters) == (one.mean, one.mean, 1)
     assert np.isnan(cluster_mean_ci([], []).mean)
+
+
+def test_from_cluster_sums_is_the_same_interval():
+    """What a database's GROUP BY video gives (sums and counts per video) resamples exactly like the
+    observations themselves, for each of several measures at once."""
+    rng = np.random.default_rng(4)
+    videos = [f"v{i:02d}" for i in rng.integers(0, 12, 300)]
+    a, b = rng.random(300), (rng.random(300) < 0.3).astype(float)
+    keys = sorted(set(videos))
+    sums = [[sum(x for x, v in zip(m, videos) if v == k) for k in keys] for m in (a, b)]
+    counts = [videos.count(k) for k in keys]
+    order = sorted(range(300), key=lambda i: videos[i])       # clusters met in the same order
+    for m, got in zip((a, b), cluster_sums_cis(sums, counts)):
+        want = cluster_mean_ci(m[order], [videos[i] for i in order])
+        assert (got.mean, got.lo, got.hi, got.n, got.clusters) == \
+            pytest.approx((want.mean, want.lo, want.hi, want.n, want.clusters))
+    assert np.isnan(cluster_sums_cis([[]], [])[0].mean)

@@ -17,6 +17,7 @@ directory or an admin's allowed folders (mvp_core/roots.py) before anything open
 them may not be the store (app/web/files.py `not_the_store`: the database, its WAL, a link or a copy)."""
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -29,6 +30,7 @@ import time
 from pathlib import Path
 
 import psutil
+import yaml
 
 from app.web.files import not_the_store
 from mvp_core import resources
@@ -131,11 +133,7 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
     if trainer not in ("grpo", "sft"):
         raise UserError(f"trainer must be grpo or sft, not {trainer!r}")
     base = parse_yaml_mapping(yaml_text or "", "config")
-    with open(jobs_dir(data_dir) / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)          # two clicks at once still start one run
-        cur = active(data_dir)
-        if cur and cur["alive"]:
-            raise UserError(f"a run is already going ({Path(cur['run_dir']).name}); stop it first")
+    with _train_slot(data_dir):
         run_dir = data_dir / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{trainer}-{_slug(set_name)}"
         fixed = [f"model={model}", f"output_dir={run_dir}", f"puzzles={run_dir / 'puzzles.jsonl'}",
                  f"data_dir={data_dir}", f"set_name={set_name}"]
@@ -155,6 +153,54 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
                      {"run_dir": str(run_dir), "set": set_name, "model": model, "user": user,
                       "trainer": trainer, "settings": {"overrides": overrides}})
     return job
+
+
+@contextlib.contextmanager
+def _train_slot(data_dir: Path):
+    """The one training run at a time: held while a launch or a resume checks and starts its run
+    (two clicks at once still start one), refused while another run is alive."""
+    with open(jobs_dir(data_dir) / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        cur = active(data_dir)
+        if cur and cur["alive"]:
+            raise UserError(f"a run is already going ({Path(cur['run_dir']).name}); stop it first")
+        yield
+
+
+RESUMABLE = ("stopped", "failed")
+
+
+def resumable(run_dir: str | Path) -> tuple[int, str] | None:
+    """(latest complete checkpoint's step, trainer) of a stopped or failed run directory, else None."""
+    from mvp_core.train.rundir import RunDir, read_status
+    d = RunDir(run_dir)
+    if read_status(d.path).get("state") not in RESUMABLE or not d.config_file.is_file():
+        return None
+    last = d.latest_checkpoint()
+    if last is None:
+        return None
+    cfg = yaml.safe_load(d.config_file.read_text(encoding="utf-8")) or {}
+    return last[0], "sft" if str(cfg.get("trainer", "grpo")).lower() == "sft" else "grpo"
+
+
+def resume(data_dir: Path, run_dir: str | Path, *, user: str) -> dict:
+    """Continue a stopped (or failed) run of DATA/runs/ from its latest checkpoint: `mvp train` (or
+    `mvp sft`) on the run's own config with --resume, in the same run directory (the trainer drops
+    metrics past the checkpoint and keeps the run's puzzle snapshot, mvp_core/train/lifecycle.py)."""
+    data_dir = Path(data_dir)
+    run_dir = Path(run_dir).resolve()
+    if run_dir.parent != (data_dir / "runs").resolve():
+        raise UserError(f"{run_dir.name}: only runs in the data directory's runs/ can be resumed here")
+    found = resumable(run_dir)
+    if found is None:
+        raise UserError(f"{run_dir.name} is not a stopped run with a checkpoint: nothing to resume")
+    step, trainer = found
+    config = run_dir / "launch.yaml" if (run_dir / "launch.yaml").is_file() else run_dir / "config.yaml"
+    with _train_slot(data_dir):
+        cmd = [sys.executable, "-m", "app.cli", "train" if trainer == "grpo" else "sft", str(config),
+               f"output_dir={run_dir}", "--resume"]
+        return _spawn(data_dir, "train", cmd, run_dir / "console.log",
+                      {"run_dir": str(run_dir), "user": user, "trainer": trainer, "resumed_from": step})
 
 
 # Path keys of a training config a user may set (the Train page's YAML), and what each must name; the

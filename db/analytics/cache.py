@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 import db.analytics.pull as pull  # the module (tests lower BULK_MIN_ROWS); not the package: no cycle
 from db.analytics.pull import adbc_connect, arrow_adbc, arrow_table
 from db.engine import read_engine
-from db.models import Option, Puzzle
+from db.models import Option, Puzzle, Video
 from db.models.curation import CuratedSet, OptionVerdict, SetItem, User, VerdictEvent
 from db.models.runs import Rollout, Run
 
@@ -23,7 +23,9 @@ _OPTION_COLS = [("id", "BIGINT"), ("puzzle_id", "VARCHAR"), ("label", "VARCHAR")
 _EVENT_COLS = [("id", "BIGINT"), ("user_id", "BIGINT"), ("puzzle_id", "VARCHAR"), ("label", "VARCHAR"),
                ("after", "VARCHAR"), ("created_at", "VARCHAR")]
 _ROLLOUT_COLS = [("id", "BIGINT"), ("run_id", "VARCHAR"), ("puzzle_id", "VARCHAR"), ("chosen", "VARCHAR"),
-                 ("total", "DOUBLE"), ("exact", "DOUBLE")]
+                 ("total", "DOUBLE"), ("exact", "DOUBLE"), ("checkpoint_id", "BIGINT"), ("sample_index", "BIGINT"),
+                 ("format", "DOUBLE"), ("selection", "DOUBLE"), ("order", "DOUBLE"), ("advantage", "DOUBLE"),
+                 ("length", "BIGINT")]
 
 
 class StoreCopy:
@@ -37,6 +39,9 @@ class StoreCopy:
         self.cursor = {"options": 0, "events": 0, "rollouts": 0, "set_items": 0}
         self.n_puzzles = -1
         self.tables: set[str] = set()
+        # tables other modules derive from the copy (name -> `version()` when built): rebuilt only
+        # when the copy has grown since (db/runs/answers_table.py)
+        self.derived: dict[str, tuple] = {}
         self.db.execute('CREATE TABLE pv (user_id BIGINT, pk UBIGINT, verdict VARCHAR, "seconds" DOUBLE, '
                         'created_at TIMESTAMP)')
         # ov = the current option *rejects* (a keep, or no row, never counts); it carries its option's
@@ -65,16 +70,20 @@ class StoreCopy:
                        _EVENT_COLS, self._events)
             self._pull(conn, "rollouts", Rollout.id,
                        select(Rollout.id, Rollout.run_id, Rollout.puzzle_id, cast(Rollout.chosen_labels, Text),
-                              Rollout.total, Rollout.exact),
+                              Rollout.total, Rollout.exact, Rollout.checkpoint_id, Rollout.sample_index,
+                              Rollout.format, Rollout.selection, Rollout.order, Rollout.advantage,
+                              func.length(Rollout.completion)),
                        _ROLLOUT_COLS, self._rollouts)
             self._pull_set_items(conn)
             n = conn.scalar(select(func.count()).select_from(Puzzle))
             if n != self.n_puzzles:   # puzzles are only ever added; re-pull the small id->video map
                 self.db.register("_delta", arrow_table(conn, select(Puzzle.id, Puzzle.video_id), ["id", "video_id"]))
-                self.db.execute("CREATE OR REPLACE TABLE puzzles AS SELECT hash(id) AS pk, video_id FROM _delta")
+                self.db.execute("CREATE OR REPLACE TABLE puzzles AS SELECT hash(id) AS pk, id, video_id FROM _delta")
                 self.db.unregister("_delta")
                 self.tables.add("puzzles")
                 self.n_puzzles = n
+                # videos come with their puzzles: the file name the answers table shows
+                self._replace("videos", arrow_table(conn, select(Video.id, Video.path), ["id", "path"]))
             self._replace("users", arrow_table(conn, select(User.id, User.name), ["id", "name"]))
             self._replace("runs", arrow_table(conn, select(Run.id, Run.set_name), ["id", "set_name"]))
 
@@ -217,7 +226,8 @@ class StoreCopy:
 
     def _rollouts(self) -> None:
         self._append("rollouts", """SELECT id, run_id, hash(puzzle_id) AS pk, total, exact,
-                   CAST(json_extract_string(chosen, '$[*]') AS VARCHAR[]) AS chosen FROM _delta""")
+                   CAST(json_extract_string(chosen, '$[*]') AS VARCHAR[]) AS chosen, checkpoint_id,
+                   sample_index, format, selection, "order", advantage, length FROM _delta""")
 
     def _pull_set_items(self, conn) -> None:
         rows = conn.execute(select(SetItem.id, CuratedSet.name, SetItem.record_json)
@@ -237,6 +247,10 @@ class StoreCopy:
         self.db.register("_delta", pa.table(out))
         self._append("set_options", "SELECT set_name, hash(puzzle_id) AS pk, label, kind FROM _delta")
         self.db.unregister("_delta")
+
+    def version(self) -> tuple:
+        """Changes whenever a refresh pulled new rows (every pulled table is insert-only)."""
+        return (*self.cursor.values(), self.n_puzzles)
 
     def query(self, sql: str, params: list | None = None) -> list[dict]:
         with self.lock:

@@ -5,6 +5,7 @@ puzzles makes intervals too narrow (tests/test_bootstrap.py measures the coverag
 Hand-written, not scipy.stats.bootstrap: scipy resamples independent observations only."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
@@ -51,19 +52,52 @@ def cluster_mean_ci(values: Sequence[float], clusters: Sequence[Hashable], resam
     mean = float(v.mean())
     if k < 2:
         return Interval(mean, mean, mean, len(v), k)
-    rng = np.random.default_rng(seed)
     if strata is None:
-        picks = rng.integers(0, k, size=(resamples, k))
+        picks = _picks(k, resamples, seed)
     else:
+        rng = np.random.default_rng(seed)
         of_stratum: dict[Hashable, list[int]] = {}
         for i, key in enumerate(dict.fromkeys(keyed)):
             of_stratum.setdefault(key[0], []).append(i)
         picks = np.concatenate([np.asarray(ix)[rng.integers(0, len(ix), size=(resamples, len(ix)))]
                                 for ix in of_stratum.values()], axis=1)
+    return _percentiles(sums, counts, picks, mean, len(v), level)
+
+
+def cluster_sums_cis(sums: Sequence[Sequence[float]], counts: Sequence[float], resamples: int = RESAMPLES,
+                     level: float = LEVEL, seed: int = 0) -> list[Interval]:
+    """`cluster_mean_ci` from each cluster's sum and count of observations (what a database's GROUP BY
+    video gives), so a table of 10^5 answers never comes into Python row by row: the same resampling
+    of clusters and the same interval as `cluster_mean_ci` on the observations themselves, for
+    several measures over the same clusters (one row of `sums` each), drawn once for all of them."""
+    counts = np.asarray(counts, dtype=np.float64)
+    rows = [np.asarray(r, dtype=np.float64) for r in sums]
+    k, n = len(counts), float(counts.sum())
+    if k == 0 or n == 0:
+        return [Interval(float("nan"), float("nan"), float("nan"), 0, 0) for _ in rows]
+    means = [float(r.sum() / n) for r in rows]
+    if k < 2:
+        return [Interval(m, m, m, int(n), k) for m in means]
+    picks = _picks(k, resamples, seed)
+    return [_percentiles(r, counts, picks, m, int(n), level) for r, m in zip(rows, means)]
+
+
+@functools.lru_cache(maxsize=4)
+def _picks(k: int, resamples: int, seed: int) -> np.ndarray:
+    """Which clusters each resample draws (with replacement). Kept for the last few (k, resamples,
+    seed): drawing 2000 x 500 indices costs more than using them, and a table's groups (one per
+    distractor kind, over the same videos) ask for the same draw again. Read-only, being shared."""
+    picks = np.random.default_rng(seed).integers(0, k, size=(resamples, k))
+    picks.setflags(write=False)
+    return picks
+
+
+def _percentiles(sums: np.ndarray, counts: np.ndarray, picks: np.ndarray, mean: float, n: int,
+                 level: float) -> Interval:
     stats = sums[picks].sum(axis=1) / counts[picks].sum(axis=1)
     a = (1 - level) / 2
     lo, hi = np.quantile(stats, [a, 1 - a])
-    return Interval(mean, float(lo), float(hi), len(v), k)
+    return Interval(mean, float(lo), float(hi), n, len(sums))
 
 
 def cluster_diff_ci(a: Sequence[float], b: Sequence[float], clusters: Sequence[Hashable],

@@ -1,0 +1,109 @@
+"""The answers table on Rollouts, in the browser at 1280 and 390 px (fixtures_web_named_runs: a GRPO
+checkpoint's answers on every stored puzzle, its start model's answers under the SFT run): one row
+per puzzle beside the start model's result, sorted and filtered on the server, grouped by video
+with intervals, and a clicked row opens its puzzle in the view above."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from fixtures_web import login, shot
+from fixtures_web_named_runs import GRPO, SFT
+
+pytestmark = [pytest.mark.browser]
+
+
+def _expected(Session) -> dict[str, dict]:
+    """Per puzzle: the GRPO checkpoint's mean exact and total, and the SFT checkpoint's (its start model)."""
+    from sqlalchemy import func, select
+
+    from db.models.runs import Rollout
+    out: dict[str, dict] = {}
+    with Session() as s:
+        for run, pid, ex, tot in s.execute(
+                select(Rollout.run_id, Rollout.puzzle_id, func.avg(Rollout.exact), func.avg(Rollout.total))
+                .where(Rollout.run_id.in_([GRPO, SFT])).group_by(Rollout.run_id, Rollout.puzzle_id)):
+            out.setdefault(pid, {})[run] = float(ex)
+            out[pid][run + " total"] = float(tot)
+    return out
+
+
+ROW = "#ro-t-rows .virtual-row"       # Gradio's Dataframe draws its body rows as a virtual list
+
+
+def _rows(page, table: str = "ro-t-rows") -> list[list[str]]:
+    return page.eval_on_selector_all(
+        f"#{table} .virtual-row",
+        "rs => rs.map(r => [...r.querySelectorAll('.body-cell')].map(c => c.innerText.trim()))")
+
+
+def _wait_status(page, text: str) -> None:
+    page.wait_for_function(f"document.querySelector('#ro-t-status')?.innerText.includes({json.dumps(text)})",
+                           timeout=60000)
+
+
+def _pick(page, elem_id: str, text: str) -> None:
+    page.click(f"#{elem_id} input")
+    page.locator("li[role=option]", has_text=text).first.click()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_answers_table_sorts_filters_groups_and_opens_a_puzzle(named_studio, browser, width):
+    want = _expected(named_studio.Session)
+    n = len(want)
+    ctx, page = login(browser, named_studio.url, "rhea", path="/rollouts/")
+    try:
+        page.set_viewport_size({"width": width, "height": 900})
+        _wait_status(page, f"puzzle rows 1-{min(25, n)} of {n}")
+        assert f"start model: {SFT}" in page.inner_text("#ro-t-status")
+        headers = page.eval_on_selector_all("#ro-t-rows thead th", "ths => ths.map(t => t.innerText.trim())")
+        for h in ("puzzle", "format", "selection", "order", "exact", "total", "distractor kinds", "start model exact"):
+            assert any(h in x for x in headers), headers
+
+        # sort by total reward, largest first: the server's order over every puzzle
+        _pick(page, "ro-t-sort", "total")
+        page.locator("#ro-t-desc input").check()
+        order = sorted(want, key=lambda p: (-want[p][GRPO + " total"], p))
+        page.wait_for_function(
+            "(p) => document.querySelector('#ro-t-rows .virtual-row .body-cell')?.innerText.trim() === p",
+            arg=order[0], timeout=60000)
+        assert [r[0] for r in _rows(page)] == order
+        first = _rows(page)[0]
+        assert abs(float(first[-1]) - want[first[0]][SFT]) < 1e-3       # the start model on the same puzzle
+
+        # filter: only the puzzles every answer of which is exact, then wrong ones
+        right = sum(1 for v in want.values() if v[GRPO] >= 1.0)
+        page.locator("#ro-t-result label", has_text="wrong").click()
+        _wait_status(page, f"of {n - right} ·")
+
+        # group by video: one row per video with an interval
+        page.locator("#ro-t-group label", has_text="video").click()
+        page.wait_for_function("document.querySelector('#ro-t-groups .virtual-body')?.innerText.includes('[')",
+                               timeout=60000)
+        groups = _rows(page, "ro-t-groups")
+        assert sum(int(g[2]) for g in groups) == n - right              # puzzles column: every wrong puzzle once
+        assert {g[0] for g in groups} == {r[1] for r in _rows(page)}     # one group per video shown
+        shot(page, f"rollouts-answers-table-{width}")
+
+        # a row opens its puzzle in the view above
+        pid = _rows(page)[-1][0]
+        page.locator(ROW).last.locator(".body-cell").first.click()
+        page.wait_for_function(f"document.querySelector('#ro-puzzle input')?.value.includes({json.dumps(pid)})",
+                               timeout=60000)
+        page.wait_for_function(f"document.querySelector('#ro-left h4')?.innerText.includes({json.dumps(pid)})",
+                               timeout=60000)
+    finally:
+        ctx.close()
+
+
+def test_a_page_past_any_run_is_one_line(named_studio, browser):
+    ctx, page = login(browser, named_studio.url, "rhea", path="/rollouts/")
+    try:
+        page.wait_for_selector(ROW, timeout=60000)
+        page.fill("#ro-t-page input", "999999999")
+        page.press("#ro-t-page input", "Enter")
+        page.wait_for_function("document.querySelector('#ro-t-msg')?.innerText.includes('answers table: offset')",
+                               timeout=30000)
+        assert len(page.inner_text("#ro-t-msg").strip().splitlines()) == 1
+    finally:
+        ctx.close()
