@@ -1,6 +1,6 @@
-"""A studio started from an empty data directory for the runs/rollouts browser tests: `mvp synth`
-over two real sample videos, users made by `mvp users add`, the tiny model by `mvp tiny-model`,
-then `mvp serve` on a free port. Session-scoped: the e2e test and the page benchmarks share it
+"""A studio for the runs/rollouts browser tests: a data directory holding `mvp synth`'s output over two
+real sample videos (tests/fixtures_web.py two_video_synth), users made by `mvp users add`, the tiny model
+by `mvp tiny-model`, then `mvp serve` on a free port. Session-scoped: the e2e test and the page benchmarks share it
 (and the run the e2e test trains)."""
 from __future__ import annotations
 
