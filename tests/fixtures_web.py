@@ -44,15 +44,27 @@ def two_video_corpus(sample_videos, trailer_clips, base: Path) -> Path:
     return videos
 
 
+def two_video_synth(sample_videos, trailer_clips, tmp_path_factory) -> Path:
+    """BASE/data: `mvp synth --per-video 3` of two_video_corpus into a fresh data directory, run once per test
+    run (tests/build_once.py) for every studio made from it; only read (each studio copies it)."""
+    from build_once import build_once
+
+    def build(base: Path) -> None:
+        videos, data = two_video_corpus(sample_videos, trailer_clips, base), base / "data"
+        run_mvp("synth", videos, "--data", data, "--db", f"sqlite:///{data / 'mvp.sqlite'}", "--per-video", "3",
+                "--quiet", timeout=300)
+    return build_once(tmp_path_factory, "two-video-synth", build) / "data"
+
+
 @pytest.fixture(scope="session")
 def web_data(sample_videos, trailer_clips, tmp_path_factory):
     """(data_dir, db_url): puzzles from a trailer segment + bikes, three users, stored rollouts."""
     from db.engine import open_db
     from db.users.accounts import add_user
     base = tmp_path_factory.mktemp("web")
-    videos, data = two_video_corpus(sample_videos, trailer_clips, base), base / "data"
+    data = base / "data"
     db_url = f"sqlite:///{data / 'mvp.sqlite'}"
-    run_mvp("synth", videos, "--data", data, "--db", db_url, "--per-video", "3", "--quiet", timeout=300)
+    copy_data_dir(two_video_synth(sample_videos, trailer_clips, tmp_path_factory), data)
     Session = open_db(db_url, data)
     with Session() as s:
         for name, pw in PASSWORDS.items():
@@ -60,11 +72,12 @@ def web_data(sample_videos, trailer_clips, tmp_path_factory):
         s.commit()
     store_answers(Session, RUN_ID, "rollout", "tiny-random-qwen25vl", 5, "ckpt-5", G, 7, zero_variance_first=True)
     (base / "secret.txt").write_text("TOP SECRET outside the data dir")
-    _snapshot(data, base / "pristine")
+    copy_data_dir(data, base / "pristine")
     return data, db_url, base / "secret.txt", Session
 
 
-def _snapshot(data: Path, dst: Path) -> None:
+def copy_data_dir(data: Path, dst: Path) -> None:
+    """DST: a copy of the data directory DATA, its SQLite database copied consistently."""
     from fixtures_security import sqlite_copy
     shutil.copytree(data, dst, ignore=shutil.ignore_patterns("mvp.sqlite*"))
     sqlite_copy(data / "mvp.sqlite", dst / "mvp.sqlite")
@@ -73,7 +86,7 @@ def _snapshot(data: Path, dst: Path) -> None:
 def copy_web_data(web_data, dst: Path) -> None:
     """DST: the web test data as web_data made it, before any test used it (the shared web app's tests
     add runs, verdicts and jobs to the live copy; a copy taken from it would depend on test order)."""
-    _snapshot(web_data[0].parent / "pristine", dst)
+    copy_data_dir(web_data[0].parent / "pristine", dst)
 
 
 @pytest.fixture(scope="session")

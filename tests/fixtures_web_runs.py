@@ -1,6 +1,6 @@
-"""A studio started from an empty data directory for the runs/rollouts browser tests: `mvp synth`
-over two real sample videos, users made by `mvp users add`, the tiny model by `mvp tiny-model`,
-then `mvp serve` on a free port. Session-scoped: the e2e test and the page benchmarks share it
+"""A studio for the runs/rollouts browser tests: a data directory holding `mvp synth`'s output over two
+real sample videos (tests/fixtures_web.py two_video_synth), users made by `mvp users add`, the tiny model
+by `mvp tiny-model`, then `mvp serve` on a free port. Session-scoped: the e2e test and the page benchmarks share it
 (and the run the e2e test trains)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fixtures_web import PASSWORDS, ROLES, Server, free_port, two_video_corpus
+from fixtures_web import PASSWORDS, ROLES, Server, copy_data_dir, free_port, two_video_synth
 from testkit.cli import run_mvp
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,9 +31,9 @@ def _mvp(*argv, timeout=600) -> str:
 def studio(sample_videos, trailer_clips, tmp_path_factory):
     from db.engine import open_db
     base = tmp_path_factory.mktemp("studio")
-    videos, data = two_video_corpus(sample_videos, trailer_clips, base), base / "data"
+    data = base / "data"
     db_url = f"sqlite:///{data / 'mvp.sqlite'}"
-    _mvp("synth", videos, "--data", data, "--db", db_url, "--per-video", "3", "--quiet")
+    copy_data_dir(two_video_synth(sample_videos, trailer_clips, tmp_path_factory), data)    # `mvp synth`'s output
     from app.cli import main
     for name, pw in PASSWORDS.items():      # in this process: the same command, no interpreter start-up
         assert main(["users", "add", name, "--role", ROLES[name], "--password", pw, "--data", str(data),

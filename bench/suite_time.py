@@ -1,0 +1,68 @@
+"""The test suite's wall time, the old way beside the new: the whole suite in one process (as scripts/test.sh
+ran it before), in N pytest-xdist workers (scripts/test.sh today) and the fast subset (`scripts/test.sh --fast`).
+Each is pytest's own run from this checkout; the line per variant gives minutes, the pass/fail counts and
+the load average around it (the 2-core machine is often shared; read minutes beside it).
+
+Usage: .venv/bin/python bench/suite_time.py [--variants serial,parallel,fast] [--workers 2] [--json OUT]
+Run scripts/setup_tests.sh first (the runs time pytest only, not the setup). The whole set takes
+serial + parallel + fast: about 21 + 12 + 3 minutes on an idle 2-core machine."""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from testkit.measure import load_avg  # noqa: E402
+
+FAST = ["-m", "not slow and not browser and not serve"]      # scripts/test.sh --fast
+
+
+def variants(workers: int) -> dict[str, list[str]]:
+    par = ["-n", str(workers), "--dist", "loadfile"]
+    return {"serial": [], "parallel": par, "fast": FAST + par}
+
+
+def run(extra: list[str]) -> dict:
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra]
+    before, t0 = load_avg(), time.perf_counter()
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    tail = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr[-300:]
+    counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|error|errors|skipped|deselected)", tail)}
+    return {"cmd": " ".join(cmd[1:]), "wall_min": round(wall / 60, 2), "rc": r.returncode, "counts": counts,
+            "load_before": before, "load_after": load_avg(), "summary": tail}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--variants", default="serial,parallel,fast")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--json", type=Path, help="also write the results here")
+    args = ap.parse_args(argv)
+    table = variants(args.workers)
+    names = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [v for v in names if v not in table]
+    if unknown:
+        print(f"error: unknown variant(s) {', '.join(unknown)}; choose from {', '.join(table)}", file=sys.stderr)
+        return 2
+    results = {}
+    for name in names:
+        results[name] = res = run(table[name])
+        print(f"{name:9s} {res['wall_min']:6.2f} min  {res['summary']}  (load {res['load_before']} -> "
+              f"{res['load_after']})", flush=True)
+    if "serial" in results and "parallel" in results:
+        print(f"parallel / serial: {results['parallel']['wall_min'] / results['serial']['wall_min']:.2f}x")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0 if all(r["rc"] == 0 for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
