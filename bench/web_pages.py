@@ -49,9 +49,11 @@ READY = {
                 " return l > 0 && r > 0 && !!pi && !!pi.value && Array.from(document.querySelectorAll("
                 "'#ro-puzzle-box img, #ro-left img, #ro-right img')).every(i => i.complete); }",
     "stats": "() => !!document.querySelector('.mvp-user[data-user]') && !!document.querySelector('#stats-status-chart')",
-    "train": "() => { const m = document.querySelector('#train-model input'); return !!m && !!m.value; }",
+    "train": "() => { const b = document.querySelector('#train-launch'); const r = document.querySelector('#train-runs');"
+             " return !!document.querySelector('.mvp-user[data-user]') && !!b && !b.disabled && !!r"
+             " && r.innerText.trim().length > 0; }",     # the form is read-only until its load event returns
     "admin": "() => !!document.querySelector('.mvp-user[data-user]') && "
-             "document.querySelectorAll('#admin-users tr').length > 1",
+             "(document.querySelector('#admin-users')?.innerText || '').includes('boss')",
 }
 FCP = "() => { const e = performance.getEntriesByName('first-contentful-paint')[0]; return e ? e.startTime : null; }"
 
@@ -110,10 +112,15 @@ def rss_mb(pid: int) -> float:
 def walk(page, base: str, name: str, out: dict) -> None:
     """One load of the page: navigation to its main component populated."""
     page.goto(f"{base}/{name}/", wait_until="commit")
-    page.wait_for_function(READY[name], polling="raf", timeout=300_000)
+    out.setdefault(name, {"fcp": [], "ready": [], "timeouts": 0})
+    try:
+        page.wait_for_function(READY[name], polling="raf", timeout=60_000)
+    except Exception:                  # counted and shown, so one page that never settles does not end the run
+        out[name]["timeouts"] += 1
+        print(f"{base} /{name}/ not populated after 60 s", file=sys.stderr, flush=True)
+        return
     ready = page.evaluate("performance.now()")
     fcp = page.evaluate(FCP)
-    out.setdefault(name, {"fcp": [], "ready": []})
     out[name]["ready"].append(ready)
     if fcp is not None:
         out[name]["fcp"].append(fcp)
@@ -185,7 +192,8 @@ def table(results: dict) -> None:
             cells = []
             for k in names:
                 p = res[k]["pages"].get(page, {"fcp": None, "ready": None})
-                cells.append(f"{med(p['fcp']):>15} {med(p['ready']):>15}")
+                late = f" ({p['timeouts']} >60s)" if p.get("timeouts") else ""
+                cells.append(f"{med(p['fcp']):>15} {med(p['ready']) + late:>15}")
             print(f"{n:>8} {page:<10} " + " ".join(cells))
         print(f"{n:>8} {'RSS MB':<10} " + " ".join(f"{res[k]['rss_at_rest_mb']:>31}" for k in names))
         for k in names:
