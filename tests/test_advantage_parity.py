@@ -3,6 +3,8 @@ training (`mvp_core.train.loss.group_advantages`) give the same number for the s
 answers, scored by the real reward on a real puzzle."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -53,3 +55,19 @@ def test_page_rollouts_and_training_agree(store_db):
     # the copy the page used to have (population std, no epsilon) is ~0.94x of training's at G=8
     old = (np.array(totals) - np.mean(totals)) / np.std(totals)
     assert not np.allclose(old, training, rtol=1e-3)
+
+
+def test_the_page_needs_no_torch_for_stored_advantages(store_db, monkeypatch):
+    """Answers written by `mvp rollout` or the trainer carry their advantage: the Rollouts page's queries
+    show them, and each group's std, without torch (which the server at rest does not hold)."""
+    rec = store_db.records[0]
+    pz = Puzzle.from_dict(rec)
+    rows = score_group(pz, _answers(pz), list(range(8)))
+    stored = RolloutStore(store_db.Session, "rollout run")
+    stored.add(rows)
+    monkeypatch.setitem(sys.modules, "torch", None)       # from here any `import torch` raises ImportError
+    key = rollout_views.source_key(stored.run_id, None)
+    with store_db.Session() as s:
+        assert [a["advantage"] for a in rollout_views.group(s, key, pz.id)] == pytest.approx([r["advantage"] for r in rows])
+        ours = next(p for p in rollout_views.puzzles(s, key, pz.video.id) if p.puzzle_id == pz.id)
+    assert ours.std == pytest.approx(float(np.std([r["total"] for r in rows], ddof=1)), rel=1e-6)

@@ -5,10 +5,15 @@ A *source* is one model version's answers: the key "RUN_ID|CKPT" with CKPT "base
 starting model, checkpoint NULL) or a checkpoint id, so any two checkpoints (of one run or of two)
 can be put side by side. A group is shown against the record the model actually saw: the set's
 re-lettered record named by the answers (or the run), else the puzzle's own record. The advantage
-is the training formula (mvp_core.train.loss.group_advantages with the run's scale_rewards), stored or computed."""
+is the training formula (mvp_core.train.loss.group_advantages with the run's scale_rewards), stored or computed.
+
+Torch (about 700 MB resident, seconds to import) is imported only to compute the advantages of a group
+that has none stored (an imported run's): the server at rest, and the page for answers written by
+`mvp rollout` or the trainer, never load it (docs/web.md, "Speed and memory")."""
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import dataclass
 
 from sqlalchemy import distinct, func, select
@@ -133,15 +138,10 @@ def puzzles(s: Session, key: str, video_id: str) -> list[PuzzleSummary]:
     groups: dict[str, list[float]] = {}
     for pid, total in s.execute(q):
         groups.setdefault(pid, []).append(float(total))
-    import torch  # with the training code: imported when a page asks, not with the app
-
-    from mvp_core.train.loss import group_advantages
-    out = []
-    for pid, totals in groups.items():
-        # the std training divides by (Bessel-corrected; 0 for a group of one)
-        std = float(group_advantages(torch.tensor(totals), len(totals)).std.nan_to_num(0.0)[0])
-        out.append(PuzzleSummary(pid, len(totals), sum(totals) / len(totals), std))
-    return out
+    # the std training divides by (Bessel-corrected, as mvp_core.train.loss.nanstd; 0 for a group of one):
+    # a label and the zero-variance flag, so Python's float64 serves and torch stays unloaded
+    return [PuzzleSummary(pid, len(totals), sum(totals) / len(totals),
+                          statistics.stdev(totals) if len(totals) > 1 else 0.0) for pid, totals in groups.items()]
 
 
 def record_seen(s: Session, key: str, puzzle_id: str) -> dict | None:
@@ -167,9 +167,6 @@ def group(s: Session, key: str, puzzle_id: str) -> list[dict]:
     trainer's formula, written by `mvp rollout` or the trainer), else the one the run's own config
     computes for this group (`group_advantages` with the run's `scale_rewards`), marked. Each answer
     carries `advantage_rule`, the rule its advantage follows (the page's caption says it)."""
-    import torch  # imported when a page asks
-
-    from mvp_core.train.loss import group_advantages
     src = parse_source(key)
     if src is None:
         return []
@@ -181,14 +178,23 @@ def group(s: Session, key: str, puzzle_id: str) -> list[dict]:
     rule = str((run.config or {}).get("scale_rewards", "group")) if run is not None else "group"
     if rule not in ("group", "batch", "none"):
         rule = "group"
-    # "batch" divides by the std of the whole training batch, which one stored group cannot show: the
-    # computed value then uses this group's std, and the rule says so
-    computed = group_advantages(torch.tensor([r.total for r in rows], dtype=torch.float64), len(rows),
-                                "group" if rule == "batch" else rule).advantages.tolist()
+    computed = ([r.advantage for r in rows] if all(r.advantage is not None for r in rows)
+                else _computed_advantages([r.total for r in rows], rule))
     return [{"sample": r.sample_index, "completion": r.completion, "chosen": list(r.chosen_labels or []),
              "format": r.format, "selection": r.selection, "order": r.order, "exact": r.exact,
              "total": r.total, "advantage": a if r.advantage is None else r.advantage,
              "advantage_computed": r.advantage is None, "advantage_rule": rule} for r, a in zip(rows, computed)]
+
+
+def _computed_advantages(totals: list[float], rule: str) -> list[float]:
+    """The trainer's own function, so the page shows bit for bit what training computes."""
+    import torch  # only here: see the module's docstring
+
+    from mvp_core.train.loss import group_advantages
+    # "batch" divides by the std of the whole training batch, which one stored group cannot show: the
+    # computed value then uses this group's std, and the rule says so
+    return group_advantages(torch.tensor(totals, dtype=torch.float64), len(totals),
+                            "group" if rule == "batch" else rule).advantages.tolist()
 
 
 ADVANTAGE_RULES = {

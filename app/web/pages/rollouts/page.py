@@ -98,15 +98,6 @@ def videos_for(ctx: WebContext, left: str | None):
     return gr.update(choices=vids, value=first), first
 
 
-def _warm_training_code() -> None:
-    """The advantage is the trainer's (mvp_core.train.loss, torch): import it in the background while
-    the server starts, so the first puzzle shown does not wait for torch (seconds; minutes when the
-    machine is loaded)."""
-    import importlib
-    import threading
-    threading.Thread(target=importlib.import_module, args=("mvp_core.train.loss",), daemon=True).start()
-
-
 def right_for(s, choices: list[tuple[str, str]], left: str | None, right: str | None) -> str:
     """The right-hand version once the left one changed: kept while it is a version of the left's
     run, else the model that run started from (`_default_right`). (Keeping another run's version
@@ -222,7 +213,6 @@ def wire(demo: gr.Blocks, ui: RolloutsUI, h: RolloutsHandlers):
 
 
 def build(ctx: WebContext) -> gr.Blocks:
-    _warm_training_code()
     db_url = ctx.Session.kw["bind"].url.render_as_string(hide_password=False)
     with gr.Blocks(title="MVP Studio · Rollouts") as demo:
         ui = build_controls()

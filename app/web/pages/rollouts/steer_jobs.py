@@ -25,10 +25,13 @@ JOB_STYLE = "font-size: .9rem; overflow-wrap: anywhere"   # wraps at 390 px (the
 def bank_infos(data_dir: Path) -> list[dict]:
     """[{name, model, origin, layers, steers, best_val_bal_acc}] of the banks under DATA/steer/; a file
     that is not a bank is listed with its one-line reason instead of its model."""
-    from mvp_core.steer.bank import EnergyBank
     d = Path(data_dir) / "steer"
+    files = sorted(d.glob("*.pt")) if d.is_dir() else []
+    if not files:
+        return []           # before the import: a bank is a torch file, and torch is 700 MB the page need not hold
+    from mvp_core.steer.bank import EnergyBank
     out = []
-    for p in sorted(d.glob("*.pt")) if d.is_dir() else []:
+    for p in files:
         try:
             b = EnergyBank.load(p)
         except UserError as e:

@@ -1,0 +1,30 @@
+"""The server at rest holds no training code: building every page imports neither torch nor
+transformers (about 700 MB resident between them; docs/web.md, "Speed and memory"). Jobs that need
+them run in their own processes."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Threads a page starts while it is built are waited for, so an import in the background counts too.
+CODE = """
+import sys, threading
+from app.web.server import build_app
+before = set(threading.enumerate())
+build_app(sys.argv[1])
+for t in set(threading.enumerate()) - before:
+    t.join(120)
+print(sorted(m for m in ('torch', 'transformers', 'ray', 'datasets') if m in sys.modules))
+"""
+
+
+def test_the_built_server_imports_no_training_code(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", CODE, str(tmp_path / "data")], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout[-2000:]
