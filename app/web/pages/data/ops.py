@@ -231,10 +231,10 @@ def freeze(ctx: WebContext, uid: int, name: str, min_distractors: int, train: fl
            test: float) -> str:
     """Freeze the accepted puzzles into a new set, split by video."""
     from db.sets.curated import freeze_set
+    least = form_number("least distractors left", min_distractors, True, 0)
     fr = parse_splits(train, val, test)
     with ctx.Session() as s:
-        res = freeze_set(s, (name or "").strip(), min_distractors=form_number("min distractors", min_distractors, True, 0),
-                         created_by=uid, split=fr)
+        res = freeze_set(s, (name or "").strip(), min_distractors=least, created_by=uid, split=fr)
     from db.sets.export import split_counts
     from db.sets.curated import load_set
     with ctx.Session() as s:

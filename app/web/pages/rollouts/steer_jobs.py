@@ -12,7 +12,7 @@ from pathlib import Path
 import gradio as gr
 
 from app.web import jobs
-from app.web.common import WebContext, esc, form_number, guard, msg_html
+from app.web.common import WebContext, esc, form_number, guard, msg_html, whole_number
 from mvp_core.errors import UserError
 
 PAGE = "rollouts"
@@ -110,6 +110,8 @@ def start(ctx: WebContext, db_url: str, user: str, run_id, ck, set_name, split, 
     from db.runs.rollout_views import run_info, set_splits
     from db.sets.curated import list_sets
     from mvp_core.steer.config import EnergyConfig
+    epochs = form_number("epochs", epochs, True, 120)
+    limit = form_number("at most N puzzles", limit, True, 0)
     if not run_id or not ck:
         raise UserError("choose a run and a checkpoint (the model the bank is for)")
     if not set_name:
@@ -118,8 +120,6 @@ def start(ctx: WebContext, db_url: str, user: str, run_id, ck, set_name, split, 
     name = name.strip().removesuffix(".pt")
     if labels_from not in LABEL_SOURCES:
         raise UserError(f"labels must come from one of {', '.join(LABEL_SOURCES)}")
-    epochs = form_number("epochs", epochs, True, 120)
-    limit = form_number("at most N puzzles", limit, True, 0)
     try:
         EnergyConfig.from_values({"hidden": [int(x) for x in str(hidden or "").split(",")], "epochs": epochs})
     except (ValueError, UserError) as e:
@@ -165,11 +165,10 @@ def build_section(ctx: WebContext, db_url: str, bank_dropdown: gr.Dropdown, bank
                                  value="greedy", elem_id="ro-bank-labels")
         with gr.Row():
             name = gr.Textbox(label="bank name (DATA/steer/NAME.pt)", max_length=64, elem_id="ro-bank-name")
-            epochs = gr.Number(label="epochs", value=120, precision=0, minimum=1, maximum=10000,
-                               elem_id="ro-bank-epochs")
+            epochs = whole_number(120, "epochs", minimum=1, maximum=10000, elem_id="ro-bank-epochs")
             hidden = gr.Textbox(label="energy MLP hidden sizes", value="2048,1024,1024,512", max_length=200,
                                 elem_id="ro-bank-hidden")
-            limit = gr.Number(label="at most N puzzles (0 = all)", value=0, precision=0, elem_id="ro-bank-limit")
+            limit = whole_number(0, "at most N puzzles (0 = all)", elem_id="ro-bank-limit")
             go = gr.Button("Train the bank", variant="primary", elem_id="ro-bank-launch")
         msg = gr.HTML(elem_id="ro-bank-msg")
         status = gr.HTML(elem_id="ro-bank-status")
