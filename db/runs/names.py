@@ -56,7 +56,7 @@ def start_label(kind: str | None, start: str) -> str:
     model a run that only answered (rollout, eval, import) answered with."""
     if str(kind or "") in TRAINER:
         return f"start: {start}"
-    return f"model: {start.removeprefix(WARM)}"
+    return f"model: {start.removeprefix(WARM).removeprefix('model ')}"
 
 
 def checkpoint_label(run_id: str, kind: str | None, step: int | None, start: str) -> str:

@@ -17,18 +17,29 @@ from mvp_core.errors import UserError
 
 def rollout_answers(s: Session, run_id: str, checkpoint_step: int | None = None,
                     puzzle_ids: list[str] | None = None) -> list[dict]:
-    """[{puzzle_id, sample_index, exact, total}] of one run's answers (checkpoint step, or the base
-    model when None), optionally only for `puzzle_ids`."""
-    if s.get(Run, run_id) is None:
+    """[{puzzle_id, sample_index, exact, total}] of the answers stored for one model version (a run's
+    checkpoint step, or its own model when None), optionally only for `puzzle_ids`. Answers another
+    run stored with the same model count too (a rollout run of a checkpoint answered with that
+    checkpoint: the demo's warm start answered two puzzle shapes in two runs)."""
+    from sqlalchemy import and_, or_
+    run = s.get(Run, run_id)
+    if run is None:
         raise UserError(f"no run {run_id!r} in the database")
-    q = select(Rollout.puzzle_id, Rollout.sample_index, Rollout.exact, Rollout.total).where(Rollout.run_id == run_id)
     if checkpoint_step is None:
-        q = q.where(Rollout.checkpoint_id.is_(None))
+        own, path = and_(Rollout.run_id == run_id, Rollout.checkpoint_id.is_(None)), run.model_path
     else:
-        ck = s.scalar(select(Checkpoint.id).where(Checkpoint.run_id == run_id, Checkpoint.step == checkpoint_step))
+        ck = s.execute(select(Checkpoint.id, Checkpoint.path).where(Checkpoint.run_id == run_id,
+                                                                   Checkpoint.step == checkpoint_step)).first()
         if ck is None:
             raise UserError(f"run {run_id!r} has no checkpoint at step {checkpoint_step}")
-        q = q.where(Rollout.checkpoint_id == ck)
+        own, path = Rollout.checkpoint_id == ck[0], ck[1]
+    same = [own]
+    if path:
+        others = s.scalars(select(Run.id).where(Run.model_path == path, Run.id != run_id)).all()
+        cks = s.scalars(select(Checkpoint.id).where(Checkpoint.path == path)).all()
+        same += [and_(Rollout.run_id.in_(others), Rollout.checkpoint_id.is_(None))] if others else []
+        same += [Rollout.checkpoint_id.in_(cks)] if cks else []
+    q = select(Rollout.puzzle_id, Rollout.sample_index, Rollout.exact, Rollout.total).where(or_(*same))
     if puzzle_ids is not None:
         q = q.where(Rollout.puzzle_id.in_(puzzle_ids))
     rows = [{"puzzle_id": p, "sample_index": int(i), "exact": float(e), "total": float(t)}

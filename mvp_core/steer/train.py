@@ -32,10 +32,19 @@ def split_indices(bad: np.ndarray, val_frac: float, test_frac: float, seed: int,
             parts[1] += idx[n_test:n_test + n_val].tolist()
             parts[0] += idx[n_test + n_val:].tolist()
     else:
-        keys = sorted(set(groups), key=str)
-        keys = [keys[i] for i in rng.permutation(len(keys))]
-        n_test, n_val = round(len(keys) * test_frac), round(len(keys) * val_frac)
-        where = {k: 2 if i < n_test else 1 if i < n_test + n_val else 0 for i, k in enumerate(keys)}
+        # stratified by group: groups mostly bad and groups mostly good are shared out separately, so a
+        # split gets both kinds whenever each kind has enough groups (a video is often all one kind)
+        share: dict = {}
+        for g, b in zip(groups, bad):
+            share.setdefault(g, []).append(bool(b))
+        where = {}
+        for cls in (False, True):
+            keys = sorted((g for g, v in share.items() if (np.mean(v) >= 0.5) == cls), key=str)
+            keys = [keys[i] for i in rng.permutation(len(keys))]
+            n_test, n_val = round(len(keys) * test_frac), round(len(keys) * val_frac)
+            if len(keys) >= 3:          # one group each at least, and one left to train on
+                n_test, n_val = max(n_test, 1), max(n_val, 1)
+            where.update({k: 2 if i < n_test else 1 if i < n_test + n_val else 0 for i, k in enumerate(keys)})
         for i, g in enumerate(groups):
             parts[where[g]].append(i)
     out = tuple(np.array(sorted(p), dtype=np.int64) for p in parts)
