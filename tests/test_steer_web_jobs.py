@@ -1,4 +1,4 @@
-"""Energy steering from the browser (issue 30 item 10; docs/steer.md): the Rollouts page trains a
+"""Energy steering from the browser (docs/steer.md): the Rollouts page trains a
 bank as a background job (`mvp steer build`: states of the tiny Qwen2.5-VL over real-frame puzzles of
 a curated set's train split, labelled by the run's stored answers, then one energy per layer) with
 progress and the per-layer table, re-attached after a reload; lists the banks with the model each

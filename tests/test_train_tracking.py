@@ -1,4 +1,4 @@
-"""Tracking (issue 29 item 6; mvp_core/train/tracking.py): `report_to=tensorboard` writes each step's
+"""Tracking (mvp_core/train/tracking.py): `report_to=tensorboard` writes each step's
 metrics under TRL's names, and the run's config and set hash, into RUN/tensorboard/, read back here
 with TensorBoard's own EventAccumulator and compared with the run's metrics.jsonl. A tracker that is
 not installed, or not known, is one line before anything is written. Before: no `report_to` at all."""

@@ -1,4 +1,4 @@
-"""Charts that read (issue 30 item 12): whole-number step ticks (never 60, 60.2, 60.5 around one
+"""Charts that read: whole-number step ticks (never 60, 60.2, 60.5 around one
 checkpoint), a legend under the plot, baselines drawn as labelled reference levels without dots, one
 eval chart per run, and bar labels that do not overlap with 103 videos. The SVG is checked as text
 and laid out by Chromium with the studio's stylesheet (text boxes measured by the browser), and on the

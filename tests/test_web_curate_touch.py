@@ -1,4 +1,4 @@
-"""The curate journey without a keyboard (issue 30, item 3): solve by tapping/clicking option cards,
+"""The curate journey without a keyboard: solve by tapping/clicking option cards,
 keep or reject each distractor with its own buttons and reason, judge the puzzle with the buttons;
 by mouse at desktop width and by touch emulation at 390 px. A card's image opens nothing."""
 from __future__ import annotations

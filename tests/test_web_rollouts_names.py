@@ -1,4 +1,4 @@
-"""Rollouts names each model version by what it is (issue 30 items 6 and 7), on a GRPO run warm-started
+"""Rollouts names each model version by what it is, on a GRPO run warm-started
 from an SFT checkpoint (fixtures_web_named_runs): the trained checkpoint is "b-grpo · step 60 · GRPO
 from warm start SFT run a-sft step 2", never "base model"; "Compare with" opens on the model the run
 started from (its answers stored under the SFT run); the Job choice survives a reload; a finished eval

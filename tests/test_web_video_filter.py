@@ -1,5 +1,5 @@
-"""The curate page's video filter is searchable (issue 30, "Smaller": an unsearchable list of 103
-names): a search box whose suggestions (a datalist) are the videos' file names; typing a name picks
+"""The curate page's video filter is searchable (a hundred names are not a list to scroll): a search
+box whose suggestions (a datalist) are the videos' file names; typing a name picks
 that video in the filter, Filter narrows the queue to it, Clear empties the box. In Chromium, at
 desktop and phone width, on the studio of fixtures_web_named_runs (the web test data's videos)."""
 from __future__ import annotations

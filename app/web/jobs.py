@@ -133,7 +133,8 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
         for key, kind in USER_PATH_KEYS.items():  # the rest of the path keys are the fixed ones above
             if getattr(cfg, key):
                 inside_roots(roots, getattr(cfg, key), key, kind)
-        with Session() as s:     # refuses an empty or unknown set; only the train split unless named (DESIGN.md §7)
+        # refuses an empty or unknown set; only the train split unless named (held-out splits stay unseen)
+        with Session() as s:
             _, cfg.set_hash, kept = snapshot_set(s, set_name, run_dir / "puzzles.jsonl", tuple(train_splits))
         cfg.set_splits = list(kept)
         (run_dir / "launch.yaml").write_text(cfg.to_yaml())

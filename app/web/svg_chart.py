@@ -1,5 +1,5 @@
 """Line and bar charts as inline SVG, drawn on the server, for the Train, Rollouts and Stats pages.
-Made to be read (issue 30 item 12): whole-number step ticks, the legend under the plot, baselines
+Made to be read: whole-number step ticks, the legend under the plot, baselines
 as labelled reference levels, bar labels turned and thinned so that none overlaps.
 
 Why hand-written rather than gr.LinePlot: in Gradio 6.31 a LinePlot fed by a gr.Timer stayed blank

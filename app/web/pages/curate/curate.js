@@ -357,7 +357,7 @@
   const FILTER_FIELDS = [["video", "mvp-filter-video"], ["status", "mvp-filter-status"], ["kind", "mvp-filter-kind"],
     ["min_difficulty", "mvp-filter-dmin"], ["max_difficulty", "mvp-filter-dmax"]];
 
-  // The video filter can be typed into (issue 30: 103 names are not a list to scroll): a search box
+  // The video filter can be typed into (a hundred names are not a list to scroll): a search box
   // with the videos' names (a datalist) drives the select, which stays what filterValues reads.
   function searchable(sel) {
     if (!sel) return;

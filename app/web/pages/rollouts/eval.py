@@ -5,7 +5,7 @@ background job of the web app's job system (app/web/jobs.py: one job of each kin
 progress from its log, stop by the launcher or an admin, re-attached after a reload or a restart).
 The Job choice is kept in the page's address (?job=eval), so a reload keeps it; a split the chosen
 run trained on is marked in the Split picker and launches only with "score a trained split" ticked
-(DESIGN.md section 7; `mvp eval` refuses it otherwise)."""
+(a trained split scores memory, not learning; `mvp eval` refuses it otherwise)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
