@@ -146,7 +146,7 @@ def _add_file_routes(app: FastAPI, data: Path) -> None:
 def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_cookies: bool | None = None):
     """The FastAPI app serving everything. Only media under `data_dir` are ever served
     (app/web/files.py); `secure_cookies` None means "Secure when the request came over HTTPS"."""
-    from app.web import guards
+    from app.web import guards, not_found
 
     ctx = _web_context(data_dir, db_url)
     app = FastAPI(title="MVP Studio", docs_url=None, redoc_url=None, openapi_url=None)
@@ -154,6 +154,7 @@ def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_coo
     builders = _page_builders()
     ctx.pages = tuple(builders)
     _add_cors_policy(app)
+    not_found.install(app)
     guards.install(app, ctx.auth, builders)
     _add_auth_routes(app, ctx.auth, builders, secure_cookies)
     _add_file_routes(app, ctx.data_dir)
