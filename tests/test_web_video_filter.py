@@ -21,6 +21,8 @@ def test_video_filter_is_searchable(named_studio, browser, width):
     try:
         page.set_viewport_size({"width": width, "height": 900})
         page.wait_for_selector("#mvp-filter-video-find", timeout=60000)
+        box = page.eval_on_selector("#mvp-filter-video-find", "e => e.getBoundingClientRect().width")
+        assert 180 <= box <= width, box                  # a file name fits ("typ" did, at 80 px)
         names = page.eval_on_selector_all("#mvp-filter-video-names option", "els => els.map(e => e.value)")
         assert sorted(names) == sorted(videos)
         page.fill("#mvp-filter-video-find", name)
