@@ -1,4 +1,4 @@
-"""Paths the database stores, relative to the data directory (issue 30): a copied data directory works.
+"""Paths the database stores, relative to the data directory: a copied data directory works.
 
 A path inside the data directory is stored relative to it (POSIX, e.g. `runs/r1/checkpoints/step_2`)
 and read back joined to the data directory in use; anything else (a path outside it, a Hugging Face

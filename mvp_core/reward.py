@@ -7,10 +7,10 @@ import re
 from dataclasses import dataclass
 
 TERMS = ("format", "selection", "order", "exact")
-# Default weights (DESIGN.md section 3). The total is the weighted MEAN of the terms (weights divided by
-# their sum), so it stays in [0, 1] for any accepted weights without clipping, and an exact answer (every
-# term 1) scores strictly above every other answer whenever the exact weight is above 0. Clipping a sum
-# instead let a wrong answer tie the right one (format 5, order 5: "A" for "C, E" scored 1.0).
+# Default weights: the method's (0.1 format, 0.3 each other term). The total is the weighted MEAN of the
+# terms (weights divided by their sum), so it stays in [0, 1] for any accepted weights without clipping, and an
+# exact answer (every term 1) scores strictly above every other answer whenever the exact weight is above 0.
+# Clipping a sum instead let a wrong answer tie the right one (format 5, order 5: "A" for "C, E" scored 1.0).
 DEFAULT_WEIGHTS = {"format": 0.1, "selection": 0.3, "order": 0.3, "exact": 0.3}
 MAX_WEIGHT = 100.0
 MIN_WEIGHT = 1e-6   # a positive weight below this would vanish in float sums (exact could tie)

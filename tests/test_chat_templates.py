@@ -1,4 +1,4 @@
-"""What each supported model family sees at the end of its prompt (issue 28 item 7): Qwen3-family
+"""What each supported model family sees at the end of its prompt: Qwen3-family
 templates get thinking OFF unless the config turns it on, for puzzle prompts (PromptConfig) and
 steering prompts (CollectConfig) alike, so no prompt ends inside an open think block (the answer
 format has the completion open its own; the published steering code turns thinking off).

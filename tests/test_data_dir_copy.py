@@ -1,4 +1,4 @@
-"""A copied data directory works (issue 30, "Smaller"): the database stores paths inside the data
+"""A copied data directory works: the database stores paths inside the data
 directory relative to it (db/paths.py), so after `shutil.copytree` and deleting the original, the
 runs, their checkpoints and the videos resolve inside the copy, `mvp eval` of a checkpoint runs there
 and `mvp synth` over the copied videos recognises them. On the old code every stored path still

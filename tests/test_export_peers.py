@@ -1,4 +1,4 @@
-"""The engine exports loaded by the engines' own code (issue 29, "Done when"): verl 0.9.1 and
+"""The engine exports loaded by the engines' own code: verl 0.9.1 and
 LLaMA-Factory pin other transformers versions than .venv, so each runs in its overlay
 (requirements-peers.txt, built by scripts/setup_peers.sh) from a worker script in a subprocess
 (tests/peers_*_load.py), which reports what the consumer produced; this side judges it against the

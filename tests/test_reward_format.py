@@ -1,6 +1,6 @@
 """The answer format is defined once (mvp_core/reward.py: render_answer, FORMAT_HINT) and every writer of
 answers uses it: the prompt's instruction shows it, every SFT target style scores full reward under the
-project's own reward (issue: the format was written out in four places and an exported solution without
+project's own reward (the format was once written out in four places and an exported solution without
 its think block scored 0.9)."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Reward weights (mvp_core/reward.py, check_weights): for ANY weights a run accepts, the total stays in
 [0, 1] without clipping and an exact answer scores strictly above every non-exact answer when the exact
-weight is above 0 (issue: clipped sums let "A" for "C, E" score 1.0, the same as the exact answer)."""
+weight is above 0 (clipped sums used to let "A" for "C, E" score 1.0, the same as the exact answer)."""
 from __future__ import annotations
 
 import pytest

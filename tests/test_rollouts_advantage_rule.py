@@ -1,4 +1,4 @@
-"""The Rollouts page's advantage column follows the run's own config (issue: "as in training" was the
+"""The Rollouts page's advantage column follows the run's own config ("as in training" used to be the
 default rule for every run): a run trained with scale_rewards=none shows r - mean, one with group the
 group-scaled value, and the caption names the rule (db/runs/rollout_views.py group, ADVANTAGE_RULES)."""
 from __future__ import annotations

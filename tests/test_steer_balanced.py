@@ -1,4 +1,4 @@
-"""Energy steering ranks and gates its layers on balanced scores (issue 28 item 6, docs/steer.md):
+"""Energy steering ranks and gates its layers on balanced scores (docs/steer.md):
 steering data rarely has classes of equal size, and plain accuracy rewards calling every state the
 larger class. The threshold, best epoch and ranking use balanced accuracy; AUROC and balanced
 accuracy are reported per layer on the test split."""

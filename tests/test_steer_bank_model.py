@@ -1,4 +1,4 @@
-"""A bank steers only the model it was trained on (issue 30 item 10): it records the model's name and
+"""A bank steers only the model it was trained on: it records the model's name and
 fingerprint (hidden size, layers, vocabulary, config hash, weights hash); another model of the same
 size is refused with one line unless the user says force_bank / --force-bank."""
 from __future__ import annotations

@@ -99,7 +99,7 @@ def test_cli_collect_train_generate_eval_on_prompts(text_model_dir, tmp_path, ca
                 "--out", str(tmp_path / "e.json"), "--gate", "entry"]) == 0
     rep = json.loads((tmp_path / "e.json").read_text())
     assert rep["harmless"]["prompts"] == 20 and rep["harmful"]["prompts"] == 20
-    # the steered layers' balanced accuracy and AUROC go with the eval report (issue 28 item 6)
+    # the steered layers' balanced accuracy and AUROC go with the eval report
     assert len(rep["layers"]) == 2 and all({"val_bal_acc", "test_bal_acc", "test_auroc"} <= set(m)
                                            for m in rep["layers"].values())
     assert "compliance" in capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""Steering's prompts and decoding (issue 28 item 9): refusal answers are decoded greedily with an
+"""Steering's prompts and decoding: refusal answers are decoded greedily with an
 explicit GenerationConfig, nothing inherited from the checkpoint's generation_config; a prompt cut to
 CollectConfig.max_length keeps its END (the assistant turn marker, where the state is read)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Energy steering from the browser (issue 30 item 10; docs/steer.md): the Rollouts page trains a
+"""Energy steering from the browser (docs/steer.md): the Rollouts page trains a
 bank as a background job (`mvp steer build`: states of the tiny Qwen2.5-VL over real-frame puzzles of
 a curated set's train split, labelled by the run's stored answers, then one energy per layer) with
 progress and the per-layer table, re-attached after a reload; lists the banks with the model each
@@ -191,4 +191,67 @@ def test_failed_bank_job_shows_its_one_line_at_phone_width(browser, bank_app):
     assert "error: the train split needs good and bad states" in err and "Traceback" not in err, err
     assert not (data / "steer" / "greedy-bank.pt").exists()                 # no bank half-written
     shot(page, "rollouts_steer_bank_failed_phone")
+    ctx.close()
+
+
+def _verdicts(data, recs, reject_odd: bool) -> None:
+    """A curator accepts every puzzle (as a frozen set's are), or accepts the first and rejects the
+    second puzzle of each video."""
+    from db.engine import open_db
+    from db.review.verdicts import submit_verdict
+    from db.users.accounts import add_user, get_user
+    Session = open_db(f"sqlite:///{data / 'mvp.sqlite'}", data)
+    with Session() as s:
+        user = get_user(s, "cleo") or add_user(s, "cleo", "curator", "cleo-password-1")[0]
+        s.commit()
+        for j, r in enumerate(recs):
+            submit_verdict(s, user.id, r["id"], "reject" if reject_odd and j % 2 else "accept", seconds=1.0)
+        s.commit()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_bank_labels_are_counted_before_the_launch(browser, bank_app, width):
+    """The form says how many good and bad puzzles the label choice gives before anything starts;
+    curator verdicts come from the review store (accepted and rejected puzzles, not the frozen set's
+    accepted ones only); a choice that cannot give both kinds to each split is refused with that line
+    (no advice naming settings the form lacks), and one that can is built."""
+    url, data, recs = bank_app
+    _verdicts(data, recs, reject_odd=False)
+    ctx, page = _open_rollouts(browser, url)
+    page.set_viewport_size({"width": width, "height": 900 if width > 400 else 844})
+    page.get_by_text("Train a steering bank (background job)").click()
+    page.wait_for_function("document.querySelector('#ro-bank-split input')?.value === 'train'", timeout=30000)
+    pick(page, "ro-bank-labels", "answers stored for this checkpoint")
+    plan = page.locator("#ro-bank-plan[data-ok='1']")
+    plan.wait_for(timeout=30000)
+    assert plan.get_attribute("data-good") == "4" and plan.get_attribute("data-bad") == "4"
+    assert "4 good (right) and 4 bad (wrong) puzzles from 4 videos" in plan.inner_text()
+    pick(page, "ro-bank-labels", "curator verdicts")
+    plan = page.locator("#ro-bank-plan[data-ok='0']", has_text="(accepted)")
+    plan.wait_for(timeout=30000)
+    assert "8 good (accepted) and 0 bad (rejected)" in plan.inner_text() and "not enough" in plan.inner_text()
+    page.fill("#ro-bank-name input, #ro-bank-name textarea", f"verdict-bank-{width}")
+    page.click("#ro-bank-launch")
+    page.wait_for_selector("#ro-bank-msg:has-text('not enough for a bank')", timeout=30000)
+    msg = page.inner_text("#ro-bank-msg")
+    assert "val_frac" not in msg and "\n" not in msg.strip()
+    assert not (data / "steer" / f"verdict-bank-{width}.pt").exists()
+    _verdicts(data, recs, reject_odd=True)                     # the curator rejects half of them
+    pick(page, "ro-bank-labels", "answers stored")                # counted again on each choice
+    page.locator("#ro-bank-plan[data-ok='1']").wait_for(timeout=30000)
+    pick(page, "ro-bank-labels", "curator verdicts")
+    plan = page.locator("#ro-bank-plan[data-ok='1']", has_text="(accepted)")
+    plan.wait_for(timeout=30000)
+    assert "4 good (accepted) and 4 bad (rejected) puzzles from 4 videos" in plan.inner_text()
+    shot(page, f"rollouts_steer_bank_counts_{width}")
+    if width == 390:
+        ctx.close()
+        return                                                   # built once (the 1280 run): the counts are the point here
+    page.fill("#ro-bank-epochs input", "3")
+    page.fill("#ro-bank-hidden input, #ro-bank-hidden textarea", "16")
+    page.click("#ro-bank-launch")
+    page.wait_for_selector("#ro-bank-msg:has-text('training bank verdict-bank-1280')", timeout=30000)
+    page.wait_for_selector("#ro-bank-job[data-state='done'] #ro-bank-summary", timeout=300000)
+    from mvp_core.steer.bank import EnergyBank
+    assert EnergyBank.load(data / "steer" / "verdict-bank-1280.pt").extra["labels_from"] == "verdicts"
     ctx.close()

@@ -1,5 +1,5 @@
 """One GRPO step's KL, logged loss and grad norm under every split of the per-device batch into
-reference log-prob forwards (`logprob_batch_size`) and every loss type (issue 28 item 3/4).
+reference log-prob forwards (`logprob_batch_size`) and every loss type.
 
 Defects these tests pinned (each failed before its fix):
 - beta > 0 with logprob_batch_size < per_device_train_batch_size: a log-prob sub-batch narrower than

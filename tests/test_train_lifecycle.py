@@ -1,4 +1,4 @@
-"""One run lifecycle for both trainers (issue 26 item 2; mvp_core/train/lifecycle.py): `mvp sft` and
+"""One run lifecycle for both trainers (mvp_core/train/lifecycle.py): `mvp sft` and
 `mvp train` start, resume, write the run directory, status, checkpoints and metrics through the same
 code, each trainer holding only its own step; one end-of-sequence rule for the SFT target and the
 GRPO sampler's stop (model_setup.end_ids).

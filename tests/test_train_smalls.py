@@ -1,4 +1,4 @@
-"""Issue 28 item 9 (training parts) and issue 26's single definitions for training:
+"""Training's small fixes and its single definitions:
 
 - held-out evaluation during training reseeded torch's global RNG (run_rollouts seeds per puzzle), so
   the steps after an evaluation sampled other completions than without it; now forked (heldout.py);

@@ -1,6 +1,6 @@
-"""Training reads only the train split of a frozen set (DESIGN.md section 7): `mvp train --set` and `mvp sft
---set` snapshot the train puzzles alone and record the set, its hash and the splits; scoring such a run's
-checkpoint on a split it trained on is refused unless --allow-trained-split."""
+"""Training reads only the train split of a frozen set (learning is measured on videos it never trained
+on): `mvp train --set` and `mvp sft --set` snapshot the train puzzles alone and record the set, its hash
+and the splits; scoring such a run's checkpoint on a split it trained on is refused unless --allow-trained-split."""
 from __future__ import annotations
 
 import json

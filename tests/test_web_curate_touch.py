@@ -1,4 +1,4 @@
-"""The curate journey without a keyboard (issue 30, item 3): solve by tapping/clicking option cards,
+"""The curate journey without a keyboard: solve by tapping/clicking option cards,
 keep or reject each distractor with its own buttons and reason, judge the puzzle with the buttons;
 by mouse at desktop width and by touch emulation at 390 px. A card's image opens nothing."""
 from __future__ import annotations
@@ -120,3 +120,59 @@ def test_curate_at_phone_width(web_app, browser, fresh_curator):
     assert page.locator("#mvp-puzzle .mvp-solve .mvp-touch").is_hidden()
     assert page.eval_on_selector("#mvp-rubric", "e => e.open")
     ctx.close()
+
+
+def _after(page, sel: str) -> str:
+    """The text CSS adds after an element (its ::after content), '' when none."""
+    c = page.eval_on_selector(sel, "e => getComputedStyle(e, '::after').content")
+    return "" if c in ("none", "normal") else c.strip('"')
+
+
+def test_phone_layout_names_no_keys_and_fits(web_app, browser, fresh_curator):
+    """390 px with touch: the buttons name no keys and sit in a compact grid (no "Keys" button), the
+    gap's frames are wide enough to see with one-line captions, and each card's reason list is shown
+    whole; at 1280 px with a mouse the buttons name their keys."""
+    from curate_steps import keys_for
+    name, password = fresh_curator
+    ctx, page = _open(browser, web_app, name, password, "touch")
+    try:
+        labels = {b: page.inner_text(f"#btn-{b}") + _after(page, f"#btn-{b}")
+                  for b in ("answer", "accept", "reject", "skip", "undo", "play")}
+        assert not any("(" in v for v in labels.values()), labels
+        assert page.locator("#btn-help").is_hidden()
+        box = page.eval_on_selector("#mvp-actions", "e => e.getBoundingClientRect().height")
+        assert box <= 160, box                                     # three rows of compact buttons, not nine
+        assert "cycles" not in page.inner_text("#mvp-reason")
+        rec = record(web_app, current(page))
+        for d in keys_for(rec, True):
+            page.keyboard.press(d)
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#mvp-puzzle[data-phase=vet] .mvp-gap-slot.filled")
+        slots = page.eval_on_selector_all(".mvp-gap-slot.filled", "els => els.map(e => e.getBoundingClientRect().width)")
+        assert min(slots) >= 40, slots
+        caps = page.eval_on_selector_all(".mvp-gap-slot.filled figcaption", """els => els.map(e => {
+            const r = document.createRange(); r.selectNodeContents(e);
+            return new Set([...r.getClientRects()].map(x => Math.round(x.top))).size; })""")
+        assert caps and max(caps) == 1, caps                          # one line each
+        # each reason list as wide as its longest reason needs (none cut, e.g. "broken fram")
+        fits = page.eval_on_selector_all(".mvp-card-reason", """els => els.map(e => {
+            const c = e.cloneNode(true); c.style.cssText = 'position:absolute;max-width:none;width:auto;flex:none';
+            e.after(c); const need = c.getBoundingClientRect().width; c.remove();
+            return [Math.round(e.getBoundingClientRect().width), Math.round(need)]; })""")
+        assert fits and all(have >= need - 1 for have, need in fits), fits
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        page.screenshot(path=str(SHOTS / "curate_390_vet.png"), full_page=True) if SHOTS.mkdir(exist_ok=True) is None else None
+    finally:
+        ctx.close()
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = ctx.new_page()
+    try:
+        page.goto(web_app.url + "/curate/")
+        page.fill("#login-user", name)
+        page.fill("#login-password", password)
+        page.click("#login-submit")
+        page.wait_for_selector("#btn-accept")
+        assert page.inner_text("#btn-accept").strip() + _after(page, "#btn-accept") == "Accept (a)"
+        assert _after(page, "#btn-answer") == " (Enter)" and page.locator("#btn-help").is_visible()
+    finally:
+        ctx.close()

@@ -81,6 +81,54 @@ def test_curator_verdict_given_after_expiry_is_kept_and_sent_after_login(browser
         ctx.close()
 
 
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 900}, PHONE], ids=["1280", "390"])
+def test_distractor_verdict_given_after_expiry_is_kept_and_sent_after_login(browser, web_app, fresh_curator, viewport):
+    """A tap on a distractor's Reject while the session has ended (an admin changed the password) is
+    kept like a puzzle verdict: after the login it is stored and the page says so."""
+    from curate_steps import keys_for, record
+    from db.models.curation import OptionVerdict
+    name, _ = fresh_curator
+    with web_app.Session() as s:
+        from db.users.accounts import get_user, set_password
+        uid = get_user(s, name).id
+        set_password(s, name, PW)
+        s.commit()
+    phone = viewport is PHONE
+    ctx = browser.new_context(viewport=viewport, has_touch=phone, is_mobile=phone)
+    page = ctx.new_page()
+    try:
+        page.goto(web_app.url + "/curate/")
+        _fill_login(page, name)
+        page.wait_for_selector("#mvp-puzzle[data-puzzle-id][data-phase=answer]")
+        page.wait_for_selector(".mvp-user[data-user]")
+        pid = page.get_attribute("#mvp-puzzle", "data-puzzle-id")
+        rec = record(web_app, pid)
+        for d in keys_for(rec, True):                              # solve first, then vet
+            page.keyboard.press(d)
+        page.keyboard.press("Enter")
+        page.wait_for_selector(f"#mvp-puzzle[data-puzzle-id='{pid}'][data-phase=vet]")
+        label = next(o["label"] for o in rec["options"] if o["kind"] != "target")
+        reject = f".mvp-opt[data-label='{label}'] .mvp-card-reject"
+        _end_sessions(web_app, uid)                                 # the session ends meanwhile
+        (page.tap if phone else page.click)(reject)
+        _at_login_for(page, "/curate/")
+        kept = page.evaluate("localStorage.getItem('mvp-curate-pending')")
+        assert kept and pid in kept and '"toggle"' in kept
+        with web_app.Session() as s:
+            assert s.query(OptionVerdict).filter_by(user_id=uid, puzzle_id=pid, label=label).count() == 0
+        _fill_login(page, name)
+        page.wait_for_function("(document.getElementById('mvp-msg-box') || {}).innerText?.includes('given before the login')")
+        assert f"reject option {label} on {pid}" in page.inner_text("#mvp-msg-box")
+        assert "is saved" in page.inner_text("#mvp-msg-box")
+        assert page.evaluate("localStorage.getItem('mvp-curate-pending')") is None
+        page.wait_for_selector(f"#mvp-puzzle[data-puzzle-id='{pid}'] .mvp-opt[data-label='{label}'][data-state=reject]")
+        with web_app.Session() as s:
+            assert s.query(OptionVerdict).filter_by(user_id=uid, puzzle_id=pid, label=label).one().verdict == "reject"
+        shot(page, f"web_expired_distractor_after_login_{viewport['width']}")
+    finally:
+        ctx.close()
+
+
 def test_kept_verdict_is_not_sent_for_another_user(browser, web_app, fresh_curator):
     from db.models.curation import PuzzleVerdict
     other, other_id = _user(web_app, "curator")

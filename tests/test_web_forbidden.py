@@ -55,3 +55,24 @@ def test_forbidden_api_stays_json(web_app):
     r = c.post("/stats/gradio_api/queue/join", json={})
     assert r.status_code == 403 and "forbidden" in r.json()["error"]
     c.close()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [1280, 390])
+def test_unknown_address_answers_a_page_with_a_way_back(web_app, browser, width):
+    """An unknown address is a styled 404 page in the browser, not raw JSON; a script still gets JSON."""
+    import httpx
+    name, pw = _curator(web_app)
+    ctx, page = browser_login(browser, web_app.url, name, pw, "/curate/")
+    try:
+        page.set_viewport_size({"width": width, "height": 900})
+        resp = page.goto(web_app.url + "/no-such-page/here")
+        assert resp.status == 404
+        assert "Not Found" not in page.inner_text("body") and "detail" not in page.inner_text("body")
+        assert "/no-such-page/here" in page.inner_text("#not-found-why")
+        page.click("#not-found-back")
+        page.wait_for_selector("#mvp-puzzle", timeout=30000)          # back in the studio, on the curator's page
+    finally:
+        ctx.close()
+    r = httpx.get(web_app.url + "/no-such-page/here", headers={"Accept": "application/json"})
+    assert r.status_code == 404 and r.headers["content-type"].startswith("application/json")

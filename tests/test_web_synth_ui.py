@@ -82,3 +82,20 @@ def test_skip_reasons_use_the_forms_settings():
     assert "sampled at 16 fps (the form's 1 fps, raised for a short video)" in shown
     assert "N 5, l 3 (or tick adapt)" in shown and "--" not in shown
     assert in_form_words("x; 8 frames sampled at 1 fps", {"fps": 1.0}) == "x; 8 frames sampled at 1 fps"
+
+
+def test_skip_reasons_split_after_the_path(tmp_path):
+    """A reason holding ": " itself ("fewer masked frames would: ...") keeps it, and so does a file
+    name holding one: the path is what names an existing file, and the reason is said in the form's
+    words (the form's fps beside the raised one)."""
+    from app.web.pages.data.ops import skipped_rows
+    odd = tmp_path / "clip: take 2.mp4"
+    odd.write_bytes(b"")
+    reason = ("no puzzle passes the guard; 63 frames sampled at 16 fps, 5 distinct keyframes found; no shape down "
+              "to N=m+2, l=2 passes the guard (fewer masked frames would: --m 1 --n 5 --l 2)")
+    rows = skipped_rows(["synth: 1 video", f"  SKIP {tmp_path / 'short.mp4'}: {reason}", f"  SKIP {odd}: {reason}"],
+                        {"fps": 1.0})
+    assert [r[0] for r in rows] == ["short.mp4", "clip: take 2.mp4"]
+    for _, shown in rows:
+        assert "sampled at 16 fps (the form's 1 fps, raised for a short video)" in shown, shown
+        assert "fewer masked frames would: m 1, N 5, l 2)" in shown and "--" not in shown, shown

@@ -1,4 +1,4 @@
-"""The Train page's splits and learning-signal warnings (issue 30 items 8 and 9), in Chromium on the
+"""The Train page's splits and learning-signal warnings, in Chromium on the
 studio of fixtures_web_named_runs: the page shows and sets the split a run trains on (train by
 default) and the one it is evaluated on (val); evaluating on a split it trains on is marked and
 refused unless ticked; a launched run snapshots only its training splits and evaluates on the chosen

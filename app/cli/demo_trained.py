@@ -161,8 +161,9 @@ def store_answers(Session, data: Path, url: str, minutes: float, G: int, limit: 
         _mvp("rollout", "--model", WARM_START, "--puzzles", own_shape_puzzles(data, url), "--data", data, "--db", url,
              "-G", G, "--limit", limit, "--name", OWN_SHAPE_RUN, "--threads", "1", "--max-new-tokens", 64)
     trained, base, heldout = prepare(data, url, minutes)
-    # stored last = newest = what the Rollouts page opens on (db/rollout_views.sources): the warm start
-    for name, model in ((BASE_RUN, base), (GRPO_RUN, trained), (SFT_RUN, WARM_START)):
+    # stored last = newest = what the Rollouts page opens on (db/rollout_views.sources): the GRPO model,
+    # beside the warm start it began from ("Compare with": rollout_views.start_source)
+    for name, model in ((BASE_RUN, base), (SFT_RUN, WARM_START), (GRPO_RUN, trained)):
         if not have[name]:
             _mvp("rollout", "--model", model, "--puzzles", heldout, "--data", data, "--db", url, "-G", G,
                  "--limit", limit, "--name", name, "--threads", "1", "--max-new-tokens", 64)

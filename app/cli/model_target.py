@@ -88,7 +88,7 @@ def _trained_on(target: Target) -> tuple[str, list[str]]:
 
 
 def check_trained_split(args, target: Target, records: list[dict]) -> list[dict]:
-    """The records a checkpoint may be scored on (DESIGN.md section 7): a split its run trained on is
+    """The records a checkpoint may be scored on (held-out numbers only, unless asked): a split its run trained on is
     refused when named (--split train) unless --allow-trained-split; with no --split the trained
     split's puzzles are left out (and said so), so the numbers are held-out ones."""
     import sys

@@ -159,12 +159,10 @@ def _train(args) -> int:
     blob = load_states(args.states)
     if args.labels == "false-refusal":
         blob = _harmless_only(blob)
-    groups = blob["groups"] if len(set(blob["groups"])) > 1 else None
     # a set's own splits only when the states span them; states of one split (the train split, as
-    # `mvp steer build` collects by default) draw validation and test from it, by group
-    splits = (blob.get("extra") or {}).get("splits")
-    bank = train_bank(blob["states"], blob["bad"].numpy(), cfg, groups=groups, model_name=blob["model_name"],
-                      progress=True, split_names=splits if splits and len(set(splits)) > 1 else None,
+    # `mvp steer build` collects by default) draw validation and test from it, by group (draw_splits)
+    bank = train_bank(blob["states"], blob["bad"].numpy(), cfg, groups=blob["groups"], model_name=blob["model_name"],
+                      progress=True, split_names=(blob.get("extra") or {}).get("splits"),
                       fingerprint=blob.get("fingerprint"))
     bank.steer_config = steer_cfg(args)
     bank.save(args.out)

@@ -1,9 +1,11 @@
 """`mvp steer build`: collect and train an energy bank for a run's checkpoint in one process, written
 to DATA/steer/<name>.pt (docs/steer.md) -- what the Rollouts page's "Train a steering bank" job runs.
 
-The model is named by run and checkpoint (never a path), the puzzles by curated set and split (the
-train split by default: the set's held-out splits stay unseen). Labels come from greedy answers of
-the model now, from the answers stored for that checkpoint, or from curator verdicts. The states go
+The model is named by run and checkpoint (never a path). Labels come from greedy answers of the model
+now (on a curated set's split: the train split by default, the set's held-out splits stay unseen),
+from the answers stored for that checkpoint, or from curator verdicts; the last two collect on every
+puzzle they label (db/runs/steer_labels.py labelled_puzzles: the review store's accepted and rejected
+puzzles, since a frozen set holds only accepted ones), less a chosen set's other splits. The states go
 to DATA/steer/states/<name>.pt (kept, so `mvp steer train` can retrain them); the bank records the
 run, checkpoint, set and split it came from (`extra`), which the page lists beside it."""
 from __future__ import annotations
@@ -17,7 +19,8 @@ from mvp_core.errors import UserError
 
 PHASES = ("collect states", "train energies")
 LABEL_SOURCES = {"greedy": "greedy answers of the model now", "stored": "answers stored for this checkpoint",
-                 "verdicts": "curator verdicts"}
+                 "verdicts": "curator verdicts (accepted / rejected puzzles)"}
+STORED = ("stored", "verdicts")      # label sources known before the launch (the others: once the model answers)
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -38,7 +41,8 @@ def add_build_parser(ssub, func) -> None:
                                       "(DATA/steer/NAME.pt)")
     b.add_argument("--run", required=True, help="the training run (id) whose model to steer")
     b.add_argument("--checkpoint", default="base", help="base (the model the run started from) or a step")
-    b.add_argument("--set", required=True, help="curated set to collect on")
+    b.add_argument("--set", help="curated set to collect on (greedy labels: required; stored answers and "
+                                 "verdicts: only its other splits are left out)")
     b.add_argument("--split", default="train", help="the set's split to collect on (default train; '' the whole set)")
     b.add_argument("--name", required=True, help="bank name: writes DATA/steer/NAME.pt")
     b.add_argument("--labels-from", default="greedy", choices=list(LABEL_SOURCES),
@@ -67,26 +71,47 @@ def build(args, parser: argparse.ArgumentParser, collect, train) -> int:
     target = resolve_target(argparse.Namespace(run=args.run, checkpoint=args.checkpoint, model=None, db=args.db),
                             data)
     step, version = _version(args, data, target)
+    if args.labels_from not in STORED and not args.set:
+        raise UserError("greedy labels need a curated set to answer (--set)")
     db = ["--data", str(data)] + (["--db", args.db] if args.db else [])
     common = [*db, *(["--threads", str(args.threads)] if args.threads else [])]
     labels = {"greedy": [], "verdicts": ["--verdicts"],
               "stored": ["--run", target.run_id, *(["--checkpoint", step] if step else [])]}[args.labels_from]
-    c = ["steer", "collect", "--model", target.model_path, "--set", args.set,
-         *(["--split", args.split] if args.split else []),
+    source = ["--puzzles", str(_labelled_file(args, data, step, states))] if args.labels_from in STORED else \
+        ["--set", args.set, *(["--split", args.split] if args.split else [])]
+    c = ["steer", "collect", "--model", target.model_path, *source,
          "--out", str(states), "--per-class", str(args.per_class), "--reward-threshold", str(args.reward_threshold),
          "--max-new-tokens", str(args.max_new_tokens), "--batch-size", str(args.batch_size),
          *(["--limit", str(args.limit)] if args.limit else []), *labels, *common]
     t = ["steer", "train", str(states), "--out", str(bank), "--hidden", args.hidden, "--epochs", str(args.epochs),
          "--lr", str(args.lr), *(["--threads", str(args.threads)] if args.threads else [])]
     states.parent.mkdir(parents=True, exist_ok=True)
-    print(f"steer build: phase 1 of 2: {PHASES[0]} ({version}, set {args.set}"
-          f"{'/' + args.split if args.split else ''}, labels from {LABEL_SOURCES[args.labels_from]})", flush=True)
+    where = f"set {args.set}" + (f"/{args.split}" if args.split else "") if args.set else "every labelled puzzle"
+    print(f"steer build: phase 1 of 2: {PHASES[0]} ({version}, {where}, labels from "
+          f"{LABEL_SOURCES[args.labels_from]})", flush=True)
     collect(parser.parse_args(c))
     print(f"steer build: phase 2 of 2: {PHASES[1]}", flush=True)
     train(parser.parse_args(t))
     _record_origin(bank, version, target.run_id, args)
     print(f"steer build: done: {bank.name} for {version}", flush=True)
     return 0
+
+
+def _labelled_file(args, data: Path, step: str | None, states: Path) -> Path:
+    """The puzzles a stored label source covers, as a puzzles file beside the states (collect's input)."""
+    import json
+
+    from db.engine import open_db
+    from db.runs.steer_labels import labelled_puzzles, puzzle_records
+    from mvp_core.train.rundir import atomic_write
+    with open_db(args.db, data)() as s:
+        labels = labelled_puzzles(s, args.labels_from, args.run, int(step) if step else None, args.set,
+                                  args.split, args.reward_threshold)
+        records = puzzle_records(s, sorted(labels))
+    out = states.with_suffix(".puzzles.jsonl")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(out, "".join(json.dumps(r) + "\n" for r in records))
+    return out
 
 
 def _version(args, data: Path, target) -> tuple[str | None, str]:
@@ -106,5 +131,6 @@ def _record_origin(bank_file: Path, version: str, run_id: str, args) -> None:
     from mvp_core.steer.bank import EnergyBank
     b = EnergyBank.load(bank_file)
     b.extra = {**b.extra, "run": run_id, "checkpoint": args.checkpoint, "model_label": version,
-               "set": args.set, "split": args.split or "", "labels_from": args.labels_from}
+               "set": args.set or "", "split": (args.split or "") if args.set else "",
+               "labels_from": args.labels_from}
     b.save(bank_file)

@@ -163,3 +163,13 @@ def form_number(key: str, value, whole: bool = False, default: int | float | Non
             raise UserError(f"{key} must be a whole number, not {value:g}")
         return int(value)
     return float(value)
+
+
+WHOLE = "mvp-whole"     # the class that marks a form's whole-number field (tests walk the pages for it)
+
+
+def whole_number(value: int | None, label: str, **kwargs) -> gr.Number:
+    """A form field meant for a whole number. Never Gradio's `precision=0`: that rounds 2.5 to 2 before
+    the handler sees it, so the work would start with a number nobody typed. The handler reads it with
+    `form_number(key, value, whole=True)`, which refuses 2.5 with one line."""
+    return gr.Number(value, label=label, step=1, elem_classes=[WHOLE], **kwargs)

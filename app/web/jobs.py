@@ -143,7 +143,8 @@ def launch(data_dir: Path, Session, *, set_name: str, model: str, yaml_text: str
                 real = inside_roots(roots, getattr(cfg, key), key, kind)
                 if kind == "file":                # never the store itself: refused here, not by the trainer
                     not_the_store(data_dir, real, key)
-        with Session() as s:     # refuses an empty or unknown set; only the train split unless named (DESIGN.md §7)
+        # refuses an empty or unknown set; only the train split unless named (held-out splits stay unseen)
+        with Session() as s:
             _, cfg.set_hash, kept = snapshot_set(s, set_name, run_dir / "puzzles.jsonl", tuple(train_splits))
         cfg.set_splits = list(kept)
         (run_dir / "launch.yaml").write_text(cfg.to_yaml())

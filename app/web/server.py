@@ -160,7 +160,7 @@ def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_coo
     """The FastAPI app serving everything. Only media under `data_dir` are ever served
     (app/web/files.py); `secure_cookies` None means "Secure when the request came over HTTPS";
     `settings` None: the local host names, no trusted proxy (app/web/settings.py)."""
-    from app.web import guards
+    from app.web import guards, not_found
     settings = settings or ServeSettings()
 
     ctx = _web_context(data_dir, db_url)
@@ -169,6 +169,7 @@ def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_coo
     builders = _page_builders()
     ctx.pages = tuple(builders)
     _add_cors_policy(app)
+    not_found.install(app)
     guards.install(app, ctx.auth, builders, settings)
     _add_auth_routes(app, ctx.auth, builders, secure_cookies)
     _add_file_routes(app, ctx.data_dir)

@@ -1,5 +1,5 @@
 """Line and bar charts as inline SVG, drawn on the server, for the Train, Rollouts and Stats pages.
-Made to be read (issue 30 item 12): whole-number step ticks, the legend under the plot, baselines
+Made to be read: whole-number step ticks, the legend under the plot, baselines
 as labelled reference levels, bar labels turned and thinned so that none overlaps.
 
 Why hand-written rather than gr.LinePlot: in Gradio 6.31 a LinePlot fed by a gr.Timer stayed blank
@@ -21,6 +21,7 @@ CHAR_W = 5.6          # width of one character of the 10 px tick and legend font
 LINE_H = 13           # height of one legend row / one rotated bar label's slot
 LEGEND_SWATCH = 16
 ROT_CHARS, ROT_PAD = 16, 70   # a turned bar label: at most this many characters, this much room below
+LABEL_LIFT = 6        # px between a baseline's dashed line and its label's text baseline
 HALO = "paint-order:stroke;stroke:var(--mvp-bg,#fff);stroke-width:3px"   # a label stays legible over a line
 
 
@@ -93,6 +94,7 @@ def line_chart(series: dict[str, list[tuple[float, float]]], *, title: str, elem
     xs, ys = [p[0] for p in pts], [p[1] for p in pts]
     whole = all(float(x).is_integer() for x in xs)
     x0, x1 = min(xs), max(xs)
+    x_ticks = _ticks(x0, x1, integer=whole)      # from the data: one checkpoint is one tick, not 60 and 61
     y0 = y_range[0] if y_range[0] is not None else min(ys)
     y1 = y_range[1] if y_range[1] is not None else max(ys)
     if x1 == x0:
@@ -110,7 +112,7 @@ def line_chart(series: dict[str, list[tuple[float, float]]], *, title: str, elem
     for t in _ticks(y0, y1):
         out.append(f'<line x1="{PAD_L}" x2="{W - PAD_R}" y1="{sy(t):.1f}" y2="{sy(t):.1f}" class="mvp-grid"/>'
                    f'<text x="{PAD_L - 4}" y="{sy(t) + 3:.1f}" text-anchor="end" class="mvp-tick">{_fmt(t)}</text>')
-    for t in _ticks(x0, x1, integer=whole):
+    for t in x_ticks:
         out.append(f'<text x="{sx(t):.1f}" y="{H - PAD_B + 13}" text-anchor="middle" class="mvp-tick" '
                    f'data-x-tick="{_fmt(t)}">{_fmt(t)}</text>')
     out.append(f'<text x="{W - PAD_R}" y="{H - 4}" text-anchor="end" class="mvp-tick">{esc(x_label)}</text>')
@@ -119,7 +121,11 @@ def line_chart(series: dict[str, list[tuple[float, float]]], *, title: str, elem
     base = [(n, [(x, y) for x, y in s if math.isfinite(x) and math.isfinite(y)]) for n, s in series.items()
             if n in baselines]
     base = [(n, s) for n, s in base if s]
-    label_y = _spread([sy(s[-1][1]) - 3 for _, s in base], LINE_H - 2, PAD_T + 8, H - PAD_B - 2)
+    # a label stands clear above its line (LABEL_LIFT), never on it; below it when the top is too near
+    top = PAD_T + 8
+    want = [sy(s[-1][1]) - LABEL_LIFT for _, s in base]
+    want = [y if y >= top else y + 2 * LABEL_LIFT + 9 for y in want]
+    label_y = _spread(want, LINE_H - 2, top, H - PAD_B - 2)
     for (name, s), ly in zip(base, label_y):
         c = colors[name]
         line = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in sorted(s))

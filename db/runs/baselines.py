@@ -19,6 +19,7 @@ from db.chunks import in_chunks
 from db.review.human import per_puzzle
 from db.models import Puzzle as PuzzleRow
 from db.models.runs import Checkpoint, Rollout
+from db.runs.names import version_label
 from mvp_core.stats.bootstrap import ci
 
 MAX_PUZZLES = 500        # the shortcut solvers read frames: keep a page load bounded
@@ -68,8 +69,9 @@ def _model_rows(session: Session, pids: list[str], video_of: dict[str, str]) -> 
     for (run, ck), by_pid in sorted(per.items(), key=lambda kv: (kv[0][0], kv[0][1] or -1)):
         ex = [float(np.mean([e for e, _ in v])) for v in by_pid.values()]
         rw = [float(np.mean([t for _, t in v])) for v in by_pid.values()]
-        what = "base" if ck is None else f"step {steps.get(ck, '?')}"
-        rows.append(_row(f"model: {run} · {what}", ex, rw, [video_of[p] for p in by_pid], len(by_pid)))
+        # named by what the model is (db/runs/names.py), never "base": a rollout of a GRPO checkpoint is that model
+        what = version_label(session, run, None if ck is None else steps.get(ck))
+        rows.append(_row(what, ex, rw, [video_of[p] for p in by_pid], len(by_pid)))
     return rows
 
 

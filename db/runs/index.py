@@ -129,9 +129,9 @@ def list_runs(s: Session, kinds: tuple[str, ...] | None = None) -> list[dict]:
 def checkpoint_choices(s: Session, run_id: str) -> list[tuple[str, str]]:
     """(label, key) of a run's model versions: the model it started from (db/runs/names.py: never
     "base model", which a warm start is not), then each checkpoint by step."""
-    from db.runs.names import start_name
+    from db.runs.names import start_label, start_name
     run = s.get(Run, run_id)
-    out = [(f"start: {start_name(s, run.model_path if run else None)}", BASE)]
+    out = [(start_label(run.kind if run else None, start_name(s, run.model_path if run else None)), BASE)]
     for step, path in s.execute(select(Checkpoint.step, Checkpoint.path).where(Checkpoint.run_id == run_id)
                                 .order_by(Checkpoint.step)):
         missing = "" if Path(path).exists() else " (deleted)"

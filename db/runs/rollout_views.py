@@ -69,19 +69,31 @@ def source_label(s: Session, key: str) -> str:
 def start_source(s: Session, key: str | None, keys: list[str]) -> str | None:
     """Among `keys` (sources with answers), the answers of the model checkpoint `key`'s run started
     from: the run's own start-model answers, else those stored under the warm-start checkpoint
-    (another run's), else None (also when `key` is a start model)."""
+    (another run's), or those of any run that answered with that model, else None (also when `key`
+    is a start model). A run that only answered with a trained checkpoint (a rollout of GRPO step
+    60) is compared with the model that checkpoint's run started from."""
     src = parse_source(key)
-    if src is None or src[1] is None:       # `key` is the start model itself
+    if src is None:
         return None
-    own = source_key(src[0], None)
-    if own in keys and own != key:
-        return own
     run = s.get(Run, src[0])
-    if run is None or not run.model_path:
+    if src[1] is None:       # the run's own model: a start model, unless it is another run's checkpoint
+        trained = s.scalar(select(Checkpoint.run_id).where(Checkpoint.path == run.model_path).limit(1)) \
+            if run is not None and run.model_path else None
+        start = s.get(Run, trained).model_path if trained else None
+    else:
+        own = source_key(src[0], None)
+        if own in keys and own != key:
+            return own
+        start = run.model_path if run is not None else None
+    if not start:
         return None
-    for ck_id, run_id in s.execute(select(Checkpoint.id, Checkpoint.run_id).where(Checkpoint.path == run.model_path)):
+    for ck_id, run_id in s.execute(select(Checkpoint.id, Checkpoint.run_id).where(Checkpoint.path == start)):
         k = source_key(run_id, ck_id)
         if k in keys:
+            return k
+    for (run_id,) in s.execute(select(Run.id).where(Run.model_path == start).order_by(Run.created_at.desc())):
+        k = source_key(run_id, None)
+        if k in keys and k != key:
             return k
     return None
 

@@ -228,7 +228,7 @@ def snapshot_set(session: Session, name: str, out: Path,
                  splits: tuple[str, ...] = TRAIN_SPLITS) -> tuple[Path, str, tuple[str, ...]]:
     """The set's records OF THESE SPLITS as the puzzles file a trainer reads (docs/ARCHITECTURE.md,
     "Curated set and snapshot"): (path, the set's content hash, the splits kept). Training never reads
-    a split it is evaluated on unless asked (DESIGN.md section 7); an empty result is refused. A set
+    a split it is evaluated on unless asked (it would score memory, not learning); an empty result is refused. A set
     whose records carry no split at all (imported without one) has no held-out part: all of it is
     written and the splits kept are ()."""
     lines = set_lines(session, name)

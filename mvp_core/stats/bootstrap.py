@@ -1,4 +1,4 @@
-"""The one bootstrap behind every interval the studio shows (DESIGN.md section 7): it resamples VIDEOS, not
+"""The one bootstrap behind every interval the studio shows (docs/ARCHITECTURE.md): it resamples VIDEOS, not
 puzzles, because puzzles of one video are correlated (same footage, overlapping frames); resampling
 puzzles makes intervals too narrow (tests/test_bootstrap.py measures the coverage of both).
 

@@ -1,4 +1,4 @@
-"""The learning-proof numbers (DESIGN.md section 7): each system's exact match and mean reward on held-out
+"""The learning-proof numbers: each system's exact match and mean reward on held-out
 puzzles with intervals that resample videos, chance computed exactly, and paired model differences.
 Read by bench/learning_stats.py, bench/learning_pool.py and the tests; the intervals are the one
 bootstrap's (mvp_core/stats/bootstrap.py)."""

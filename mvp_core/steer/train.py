@@ -32,18 +32,39 @@ def split_indices(bad: np.ndarray, val_frac: float, test_frac: float, seed: int,
             parts[1] += idx[n_test:n_test + n_val].tolist()
             parts[0] += idx[n_test + n_val:].tolist()
     else:
-        keys = sorted(set(groups), key=str)
-        keys = [keys[i] for i in rng.permutation(len(keys))]
-        n_test, n_val = round(len(keys) * test_frac), round(len(keys) * val_frac)
-        where = {k: 2 if i < n_test else 1 if i < n_test + n_val else 0 for i, k in enumerate(keys)}
+        # stratified by group: groups mostly bad and groups mostly good are shared out separately, so a
+        # split gets both kinds whenever each kind has enough groups (a video is often all one kind)
+        share: dict = {}
+        for g, b in zip(groups, bad):
+            share.setdefault(g, []).append(bool(b))
+        where = {}
+        for cls in (False, True):
+            keys = sorted((g for g, v in share.items() if (np.mean(v) >= 0.5) == cls), key=str)
+            keys = [keys[i] for i in rng.permutation(len(keys))]
+            n_test, n_val = round(len(keys) * test_frac), round(len(keys) * val_frac)
+            if len(keys) >= 3:          # one group each at least, and one left to train on
+                n_test, n_val = max(n_test, 1), max(n_val, 1)
+            where.update({k: 2 if i < n_test else 1 if i < n_test + n_val else 0 for i, k in enumerate(keys)})
         for i, g in enumerate(groups):
             parts[where[g]].append(i)
     out = tuple(np.array(sorted(p), dtype=np.int64) for p in parts)
     for name, p in zip(("train", "validation", "test"), out):
         if len(p) == 0 or bad[p].all() or not bad[p].any():
-            raise UserError(f"the {name} split needs good and bad states ({int(bad.sum())} bad of {len(bad)}; "
-                            "add data or change val_frac/test_frac)")
+            raise UserError(f"the {name} split needs good and bad states ({int(bad.sum())} bad of {len(bad)}"
+                            + (f" from {len(set(groups))} videos" if groups is not None else "")
+                            + "; a bank needs more labelled puzzles of each kind)")
     return out
+
+
+def draw_splits(bad, cfg: EnergyConfig, groups: list | None = None, split_names: list[str] | None = None):
+    """The (train, val, test) indices a bank trains on: a curated set's own splits when the rows span
+    more than one, else drawn by group (a video: no video in two splits) when there is more than one,
+    else stratified by label. One line when a split would lack good or bad states."""
+    bad = np.asarray(bad, dtype=bool)
+    if split_names is not None and len(set(split_names)) > 1:
+        return given_splits(split_names, bad)
+    groups = list(groups) if groups is not None and len(set(groups)) > 1 else None
+    return split_indices(bad, cfg.val_frac, cfg.test_frac, cfg.seed, groups)
 
 
 def _energies(model: EnergyMLP, x: torch.Tensor) -> np.ndarray:
@@ -100,7 +121,8 @@ def given_splits(names: list[str], bad: np.ndarray):
                 for want in ("train", "val", "test"))
     for name, p in zip(("train", "val", "test"), out):
         if len(p) == 0 or bad[p].all() or not bad[p].any():
-            raise UserError(f"the {name} split needs good and bad states ({int(bad[p].sum())} bad of {len(p)})")
+            raise UserError(f"the {name} split needs good and bad states ({int(bad[p].sum())} bad of {len(p)}; "
+                            "a bank needs more labelled puzzles of each kind)")
     return out
 
 
@@ -108,7 +130,7 @@ def train_bank(states: torch.Tensor, bad, cfg: EnergyConfig | None = None, layer
                groups: list | None = None, model_name: str = "", progress: bool = False,
                split_names: list[str] | None = None, fingerprint: dict | None = None) -> EnergyBank:
     """Energy models for `layers` (default all) from states [n, n_layers, hidden] and labels (True = bad).
-    `split_names`: per-row "train"/"val"/"test" to use instead of drawing the splits. `fingerprint`: the
+    `groups` / `split_names`: per-row group and set split (`draw_splits`). `fingerprint`: the
     states' model (steer/fingerprint.py), so the bank steers only that model."""
     from tqdm import tqdm
     cfg = cfg or EnergyConfig()
@@ -116,8 +138,7 @@ def train_bank(states: torch.Tensor, bad, cfg: EnergyConfig | None = None, layer
     if states.ndim != 3 or states.shape[0] != len(bad):
         raise UserError(f"states {tuple(states.shape)} do not match {len(bad)} labels")
     layers = list(range(states.shape[1])) if layers is None else layers
-    splits = given_splits(split_names, bad) if split_names is not None else \
-        split_indices(bad, cfg.val_frac, cfg.test_frac, cfg.seed, groups)
+    splits = draw_splits(bad, cfg, groups, split_names)
     models, metrics = {}, {}
     for li in tqdm(layers, desc="energy", unit="layer", disable=not progress):
         models[li], metrics[li] = train_layer(states[:, li, :].float(), bad, splits, cfg, li)

@@ -25,8 +25,9 @@
   let shownAt = performance.now();
   let player = null;        // the running play-in-gap timer
   const SAVE_KEY = "mvp-curate-state";
-  // A verdict on its way is kept here until the server has it: if the session ended meanwhile
-  // (static/session.js takes the tab to the login page), it is sent after the login, by the same user.
+  // A verdict (on the puzzle, or on one distractor) on its way is kept here until the server has it:
+  // if the session ended meanwhile (static/session.js takes the tab to the login page), it is sent
+  // after the login, by the same user. The 401 takes the tab away at once, so at most one is kept.
   const PENDING_KEY = "mvp-curate-pending";
   const FRAME_MS = 600;     // each frame of a played sequence, as the clips used to
   let next = null;          // {pid, html, node}: the prepared view a verdict will most likely show
@@ -112,6 +113,20 @@
     return data;
   }
 
+  // `call`, with the request kept (PENDING_KEY) until the server has it; `what` names it to the curator
+  async function callKept(action, body, what) {
+    keepPending({ user: whoami(), pid: body.state && body.state.pid, action, body, what });
+    try {
+      const data = await call(action, body);
+      dropPending();
+      return data;
+    } catch (e) {
+      if (e.status === 401 && window.mvpSession) window.mvpSession.toLogin();   // kept for after the login
+      else dropPending();
+      throw e;
+    }
+  }
+
   function enqueue(fn) {
     chain = chain.then(fn).catch((e) => showMsg(String((e && e.message) || e), "error"));
     return chain;
@@ -163,13 +178,9 @@
       }
       setNote("");
       let data;
-      keepPending({ user: whoami(), pid: before.st.pid, body: { state: before.st, verdict: v, note } });
       try {
-        data = await call("verdict", { state: st, verdict: v, note });
-        dropPending();
+        data = await callKept("verdict", { state: st, verdict: v, note }, v);
       } catch (e) {
-        if (e.status === 401 && window.mvpSession) window.mvpSession.toLogin();   // kept for after the login
-        else dropPending();
         st = before.st; next = before.next; save();
         if (guess && before.node) show(before.node);
         setNote(note);
@@ -318,10 +329,21 @@
     else if (phase() === "vet") toggle(index);
   }
 
+  // A distractor's keep / reject (`to`; none: the other of its state), kept like a puzzle verdict
+  function judgeOption(index, to, why) {
+    return onShown(async () => {
+      if (!st) return;
+      const card = optCard(index);
+      const now = to || (card && card.dataset.state === "reject" ? "keep" : "reject");
+      apply(await callKept("toggle", { state: st, index, to, reason: why },
+                           `${now} option ${card ? card.dataset.label : index}`));
+    });
+  }
+
   // a card's own controls (mouse and touch): Keep / Reject, and a new reason re-rejects a rejected card
   function setOption(card, to) {
-    const index = Number(card.dataset.index), why = card.querySelector(".mvp-card-reason");
-    return simple("toggle", () => ({ index, to, reason: why ? why.value : reason() }))();
+    const why = card.querySelector(".mvp-card-reason");
+    return judgeOption(Number(card.dataset.index), to, why ? why.value : reason());
   }
   document.addEventListener("change", (e) => {
     const sel = e.target.closest && e.target.closest("#mvp-puzzle[data-phase=vet] .mvp-card-reason");
@@ -329,13 +351,13 @@
     if (card && card.dataset.state === "reject") setOption(card, "reject");
   });
 
-  function toggle(index) { const r = reason(); return simple("toggle", () => ({ index, reason: r }))(); }
+  function toggle(index) { return judgeOption(index, undefined, reason()); }
 
   // The queue filter: the server claims the next puzzle among the matching ones and lists them all.
   const FILTER_FIELDS = [["video", "mvp-filter-video"], ["status", "mvp-filter-status"], ["kind", "mvp-filter-kind"],
     ["min_difficulty", "mvp-filter-dmin"], ["max_difficulty", "mvp-filter-dmax"]];
 
-  // The video filter can be typed into (issue 30: 103 names are not a list to scroll): a search box
+  // The video filter can be typed into (a hundred names are not a list to scroll): a search box
   // with the videos' names (a datalist) drives the select, which stays what filterValues reads.
   function searchable(sel) {
     if (!sel) return;
@@ -415,19 +437,21 @@
 
   // The verdict kept when the session ended (see PENDING_KEY), sent once the same user is back:
   // {data: the server's answer or null, msg, kind}. Another user's kept verdict stays for its owner.
+  // (A verdict kept before distractor verdicts were kept too has no `action`: it is a puzzle verdict.)
   async function sendPending() {
     const p = pending();
     if (!p || !p.body) return {};
     let user = whoami();
     for (let i = 0; !user && i < 50; i++) { await new Promise((ok) => setTimeout(ok, 100)); user = whoami(); }
     if (!user || p.user !== user) return {};
+    const what = p.what || p.body.verdict;
     try {
-      const data = await call("verdict", p.body);
+      const data = await call(p.action || "verdict", p.body);
       dropPending();
-      return { data, msg: `${p.body.verdict} on ${p.pid}, given before the login, is saved`, kind: "info" };
+      return { data, msg: `${what} on ${p.pid}, given before the login, is saved`, kind: "info" };
     } catch (e) {
       if (e.status !== 401) dropPending();
-      return { msg: `${p.body.verdict} on ${p.pid}, given before the login, was not saved: ${e.message}`, kind: "error" };
+      return { msg: `${what} on ${p.pid}, given before the login, was not saved: ${e.message}`, kind: "error" };
     }
   }
 

@@ -282,18 +282,19 @@ def build(ctx: WebContext) -> gr.Blocks:
         gr.HTML('<div id="mvp-progress-box"></div>', elem_id="mvp-progress")
         gr.HTML('<div id="mvp-msg-box" aria-live="polite"></div>', elem_id="mvp-msg")
         gr.HTML('<div id="mvp-stage" data-curate-api="/curate/api/"></div>', elem_id="mvp-view")
-        with gr.Row():
-            b_answer = gr.Button("Answer (Enter)", variant="primary", elem_id="btn-answer")
-            b_accept = gr.Button("Accept (a)", variant="primary", elem_id="btn-accept")
-            b_reject = gr.Button("Reject (r)", variant="stop", elem_id="btn-reject")
-            b_skip = gr.Button("Skip (s)", elem_id="btn-skip")
-            b_undo = gr.Button("Undo (u)", elem_id="btn-undo")
+        # the buttons' keys are added by static/studio.css where there is a keyboard and room (never on a phone)
+        with gr.Row(elem_id="mvp-actions"):
+            b_answer = gr.Button("Answer", variant="primary", elem_id="btn-answer")
+            b_accept = gr.Button("Accept", variant="primary", elem_id="btn-accept")
+            b_reject = gr.Button("Reject", variant="stop", elem_id="btn-reject")
+            b_skip = gr.Button("Skip", elem_id="btn-skip")
+            b_undo = gr.Button("Undo", elem_id="btn-undo")
             b_prev = gr.Button("← Prev", elem_id="btn-prev")
             b_next = gr.Button("Next →", elem_id="btn-next")
-            b_play = gr.Button("Play in gap (p)", elem_id="btn-play")
-            b_help = gr.Button("Keys (?)", elem_id="btn-help")
+            b_play = gr.Button("Play in gap", elem_id="btn-play")
+            b_help = gr.Button("Keys", elem_id="btn-help")
         with gr.Row():
-            gr.Radio(list(REASON_CODES), value=DEFAULT_REASON, label="Reason for rejecting a distractor (c cycles)",
+            gr.Radio(list(REASON_CODES), value=DEFAULT_REASON, label="Reason for rejecting a distractor",
                      elem_id="mvp-reason", interactive=True)   # no event reads them: say so, or Gradio disables them
             gr.Textbox(label="Note on the puzzle verdict (optional)", elem_id="mvp-note", max_lines=2, interactive=True)
         filters = gr.HTML(elem_id="mvp-filter-bar")

@@ -166,6 +166,21 @@ def in_form_words(reason: str, settings: dict | None) -> str:
     return re.sub(r"sampled at ([0-9.]+) fps", rate, reason)
 
 
+def skipped_rows(log_lines: list[str], settings: dict | None) -> list[list[str]]:
+    """[file name, reason in the form's words] of each `  SKIP <path>: <reason>` line `mvp synth`
+    printed. The reason may hold ": " itself ("fewer masked frames would: --m 1 ..."), and so may a
+    path: the path ends at the first ": " that leaves an existing file, else at the first one."""
+    out = []
+    for ln in log_lines:
+        if not ln.startswith("  SKIP "):
+            continue
+        text = ln[len("  SKIP "):]
+        cuts = [i for i in range(len(text)) if text.startswith(": ", i)]
+        cut = next((i for i in cuts if Path(text[:i]).is_file()), cuts[0] if cuts else len(text))
+        out.append([Path(text[:cut]).name, in_form_words(text[cut + 2:], settings)])
+    return out
+
+
 def synth_status(ctx: WebContext) -> dict:
     """{"state", "done", "total", "summary", "skipped": [[file, reason]], "html"} of the last synthesis job."""
     from app.web.jobs import active, log_tail
@@ -177,9 +192,7 @@ def synth_status(ctx: WebContext) -> dict:
     prog = job["progress"]
     tail = log_tail(job["log"], 400).splitlines()
     summary = next((ln for ln in reversed(tail) if ln.startswith("synth: ")), "")
-    skipped = [ln.strip()[5:].rsplit(": ", 1) for ln in tail if ln.startswith("  SKIP ")]
-    skipped = [[Path(p).name, in_form_words(r, job.get("settings"))]
-               for p, r in (x if len(x) == 2 else (x[0], "") for x in skipped)]
+    skipped = skipped_rows(tail, job.get("settings"))
     errors = [ln for ln in tail if ln.startswith("error:") or ln.startswith("Traceback")]
     total = prog["total"] or 0
     pct = 100.0 * prog["done"] / total if total else (100.0 if state == "done" else 0.0)
@@ -231,10 +244,10 @@ def freeze(ctx: WebContext, uid: int, name: str, min_distractors: int, train: fl
            test: float) -> str:
     """Freeze the accepted puzzles into a new set, split by video."""
     from db.sets.curated import freeze_set
+    least = form_number("least distractors left", min_distractors, True, 0)
     fr = parse_splits(train, val, test)
     with ctx.Session() as s:
-        res = freeze_set(s, (name or "").strip(), min_distractors=form_number("min distractors", min_distractors, True, 0),
-                         created_by=uid, split=fr)
+        res = freeze_set(s, (name or "").strip(), min_distractors=least, created_by=uid, split=fr)
     from db.sets.export import split_counts
     from db.sets.curated import load_set
     with ctx.Session() as s:

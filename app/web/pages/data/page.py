@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from app.web.common import WebContext, esc, guard, msg_html, nav_html
+from app.web.common import WebContext, esc, form_number, guard, msg_html, nav_html, whole_number
 from app.web.pages.data import ops
 from mvp_core.errors import UserError
 from mvp_core.export.formats import FORMATS
@@ -24,13 +24,13 @@ def _synth_inputs() -> list:
     d = ops.SynthForm()
     fields = ops.SynthForm.model_fields
     with gr.Row():
-        out = [gr.Number(d.per_video, label=fields["per_video"].description, precision=0, elem_id="data-per-video"),
-               gr.Number(d.n, label="N: " + fields["n"].description, precision=0, elem_id="data-n"),
-               gr.Number(d.m, label="m: " + fields["m"].description, precision=0, elem_id="data-m"),
-               gr.Number(d.l, label="l: " + fields["l"].description, precision=0, elem_id="data-l"),
+        out = [whole_number(d.per_video, fields["per_video"].description, elem_id="data-per-video"),
+               whole_number(d.n, "N: " + fields["n"].description, elem_id="data-n"),
+               whole_number(d.m, "m: " + fields["m"].description, elem_id="data-m"),
+               whole_number(d.l, "l: " + fields["l"].description, elem_id="data-l"),
                gr.Number(d.fps, label=fields["fps"].description, elem_id="data-fps"),
-               gr.Number(d.seed, label="seed", precision=0, elem_id="data-seed"),
-               gr.Number(d.workers, label=fields["workers"].description, precision=0, elem_id="data-workers")]
+               whole_number(d.seed, "seed", elem_id="data-seed"),
+               whole_number(d.workers, fields["workers"].description, elem_id="data-workers")]
     with gr.Row():
         out += [gr.Checkbox(d.adapt, label="adapt: " + fields["adapt"].description, elem_id="data-adapt"),
                 gr.Checkbox(d.more, label=fields["more"].description, elem_id="data-more")]
@@ -74,7 +74,7 @@ def _layout() -> SimpleNamespace:
     gr.Markdown("## Freeze a set (accepted puzzles; splits by video: no video in two splits)")
     with gr.Row():
         ui.set_name = gr.Textbox(label="Set name", elem_id="data-set-name")
-        ui.min_d = gr.Number(2, label="Least distractors left", precision=0, elem_id="data-min-d")
+        ui.min_d = whole_number(2, "Least distractors left", elem_id="data-min-d")
         ui.fr = [gr.Number(v, label=f"{k} share", elem_id=f"data-split-{k}") for k, v in
                  (("train", 0.8), ("val", 0.1), ("test", 0.1))]
         ui.b_freeze = gr.Button("Freeze", variant="primary", elem_id="data-freeze")
@@ -160,6 +160,8 @@ def esc_roots(ctx: WebContext) -> str:
 
 def _form(vals: dict) -> ops.SynthForm:
     from pydantic import ValidationError
+    whole = {k for k, f in ops.SynthForm.model_fields.items() if f.annotation is int}
+    vals = {k: form_number(k, v, whole=True) if k in whole and v is not None else v for k, v in vals.items()}
     try:
         return ops.SynthForm(**{k: v for k, v in vals.items() if v is not None})
     except ValidationError as e:

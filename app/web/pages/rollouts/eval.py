@@ -5,7 +5,7 @@ background job of the web app's job system (app/web/jobs.py: one job of each kin
 progress from its log, stop by the launcher or an admin, re-attached after a reload or a restart).
 The Job choice is kept in the page's address (?job=eval), so a reload keeps it; a split the chosen
 run trained on is marked in the Split picker and launches only with "score a trained split" ticked
-(DESIGN.md section 7; `mvp eval` refuses it otherwise)."""
+(a trained split scores memory, not learning; `mvp eval` refuses it otherwise)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from app.web import jobs
-from app.web.common import WebContext, esc, form_number, guard, msg_html
+from app.web.common import WebContext, esc, form_number, guard, msg_html, whole_number
 from db.runs.names import trainer_name
 from mvp_core.errors import UserError
 
@@ -90,9 +90,9 @@ def _layout() -> EvalControls:
             allow = gr.Checkbox(label="score a split the run trained on (memory, not learning)", value=False,
                                 elem_id="ro-job-allow")
         with gr.Row():
-            g = gr.Number(label="G (rollout)", value=8, precision=0, elem_id="ro-job-G")
-            mnt = gr.Number(label="max new tokens", value=24, precision=0, elem_id="ro-job-mnt")
-            limit = gr.Number(label="at most N puzzles (0 = all)", value=0, precision=0, elem_id="ro-job-limit")
+            g = whole_number(8, "G (rollout)", elem_id="ro-job-G")
+            mnt = whole_number(24, "max new tokens", elem_id="ro-job-mnt")
+            limit = whole_number(0, "at most N puzzles (0 = all)", elem_id="ro-job-limit")
             launch = gr.Button("Launch", variant="primary", elem_id="ro-job-launch")
             stop = gr.Button("Stop", variant="stop", elem_id="ro-job-stop")
         msg = gr.HTML(elem_id="ro-job-msg")
@@ -159,6 +159,8 @@ class EvalHandlers:
 
     def on_launch(self, k, run_id, ck, set_name, sp, allow, g_v, mnt_v, lim, request: gr.Request):
         with guard(self.ctx, request, PAGE):
+            g_v, mnt_v = form_number("G", g_v, True, 8), form_number("max new tokens", mnt_v, True, 24)
+            lim = form_number("at most N puzzles", lim, True, 0)
             with self.ctx.Session() as s:
                 trained = trained_splits(s, run_id, set_name)      # as `mvp eval` reads it, base included
             if sp and sp in trained and not allow:
@@ -167,9 +169,7 @@ class EvalHandlers:
                                 f"trained on\")")
             job = jobs.launch_eval(self.ctx.data_dir, self.db_url, kind=k, run_id=run_id or "",
                                    checkpoint=ck or "", set_name=set_name or "", split=sp or "",
-                                   user=request.username, num_generations=form_number("G", g_v, True, 8),
-                                   max_new_tokens=form_number("max new tokens", mnt_v, True, 24),
-                                   limit=form_number("at most N puzzles", lim, True, 0) or None,
+                                   user=request.username, num_generations=g_v, max_new_tokens=mnt_v, limit=lim or None,
                                    allow_trained_split=bool(allow and sp in trained))
             return (msg_html(f"launched {k} of {job['label']} (pid {job['pid']})"), jobs_html(self.ctx.data_dir),
                     gr.Timer(active=True))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from app.web.common import WebContext, guard, msg_html, nav_html
+from app.web.common import WebContext, esc, guard, msg_html, nav_html
 from app.web.pages.rollouts import eval as rollouts_eval, steer as rollouts_steer
 from app.web.pages.rollouts import table as rollouts_table
 from app.web.pages.stats import eval as stats_eval
@@ -77,7 +77,10 @@ def view(ctx: WebContext, left: str | None, right: str | None, pid: str | None) 
         if right:
             rec2 = rd.record_seen(s, right, pid)
             b, lb = rd.group(s, right, pid), rd.source_label(s, right)
-    right_html = group_html(rec2, b, f"{pid} · {lb}") if right else ""
+    right_html = group_html(rec2, b, f"{pid} · {lb}") if right else (
+        f'<div id="ro-right-none" class="mvp-cap">nothing to compare with: no stored answers of a model '
+        f'{esc(la)} started from (it is a start model, or that model was not rolled out); choose a version '
+        f'in "Compare with"</div>')
     return [puzzle_html(rec, info.get("config") or {}), group_html(rec, a, f"{pid} · {la}"), right_html,
             run_html(info)]
 

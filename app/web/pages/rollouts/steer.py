@@ -11,7 +11,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from app.web.common import WebContext, esc, guard, msg_html
+from app.web.common import WebContext, esc, form_number, guard, msg_html, whole_number
 from db.runs import rollout_views as rd
 from mvp_core.errors import UserError
 
@@ -74,8 +74,8 @@ def build_panel(ctx: WebContext, run: gr.Dropdown, puzzle: gr.Dropdown, db_url: 
             bank = gr.Dropdown(label="Energy bank (DATA/steer/*.pt)", choices=bank_choices(ctx.data_dir),
                                elem_id="ro-steer-bank")
             eta = gr.Number(label="eta", value=0.5, minimum=0.001, maximum=100, elem_id="ro-steer-eta")
-            steps = gr.Number(label="K steps", value=5, precision=0, minimum=1, maximum=1000)
-            top_k = gr.Number(label="top-k layers", value=3, precision=0, minimum=1, maximum=512)
+            steps = whole_number(5, "K steps", minimum=1, maximum=1000, elem_id="ro-steer-steps")
+            top_k = whole_number(3, "top-k layers", minimum=1, maximum=512, elem_id="ro-steer-top-k")
             layers = gr.Textbox(label="layers (e.g. 2,3; empty: the top-k)", value="", max_length=2000,
                                 elem_id="ro-steer-layers")
             gate = gr.Dropdown(label="gate", choices=["off", "entry", "while"], value="off")
@@ -94,6 +94,7 @@ def build_panel(ctx: WebContext, run: gr.Dropdown, puzzle: gr.Dropdown, db_url: 
                 from mvp_core.model.rollout import frame_loader
                 from mvp_core.steer.bank import EnergyBank
                 from mvp_core.steer.config import SteerConfig, parse_layers
+                k_steps, k_layers = form_number("K steps", k_steps, True), form_number("top-k layers", k_layers, True)
                 if not run_id or not pid or bank_name not in bank_names(ctx.data_dir):
                     return msg_html("choose a run, a puzzle and an energy bank first", "warn")
                 # the config's own validation (empty, NaN, 2.5 steps, out of range: one line), before any work

@@ -12,7 +12,7 @@ from pathlib import Path
 import gradio as gr
 
 from app.web import jobs
-from app.web.common import WebContext, esc, form_number, guard, msg_html
+from app.web.common import WebContext, esc, form_number, guard, msg_html, whole_number
 from mvp_core.errors import UserError
 
 PAGE = "rollouts"
@@ -105,24 +105,70 @@ def _summary_html(bank_file: Path) -> str:
             '(ranked by validation; the test columns are not used to choose)</div>')
 
 
+def label_plan(ctx: WebContext, run_id, ck, set_name, split, labels_from) -> dict:
+    """{good, bad, videos, ok, text}: how many puzzles of each label the form's choice gives, said
+    before the launch; `ok` whether the bank's train, validation and test splits (by video,
+    mvp_core/steer/train.py draw_splits) each get both kinds. Greedy labels are known only once the
+    model answers: `ok` None."""
+    from app.cli.steer_build import LABEL_SOURCES, STORED
+    from db.runs.steer_labels import labelled_puzzles, puzzle_videos
+    from mvp_core.steer.config import EnergyConfig
+    from mvp_core.steer.train import draw_splits
+    what = LABEL_SOURCES.get(labels_from, str(labels_from))
+    if labels_from not in STORED:
+        from db.sets.curated import load_set
+        if not set_name:
+            return {"good": 0, "bad": 0, "videos": 0, "ok": False, "text": f"{what}: choose a curated set to answer"}
+        with ctx.Session() as s:
+            n = sum(1 for r in load_set(s, set_name) if not split or r.get("split") == split)
+        return {"good": 0, "bad": 0, "videos": 0, "ok": None,
+                "text": f"{what}: right and wrong are known only once the model answers the {n} puzzles of "
+                        f"set {set_name}{'/' + split if split else ''} (at the launch)"}
+    step = None if not ck or ck == "base" else int(ck)
+    with ctx.Session() as s:
+        try:
+            labels = labelled_puzzles(s, labels_from, run_id, step, set_name, split)
+        except UserError as e:
+            return {"good": 0, "bad": 0, "videos": 0, "ok": False, "text": f"{what}: {e}"}
+        videos = puzzle_videos(s, list(labels))
+    ids = sorted(labels)
+    bad = [labels[p] for p in ids]
+    n_bad, n_videos = sum(bad), len({videos.get(p) for p in ids})
+    good_word, bad_word = ("accepted", "rejected") if labels_from == "verdicts" else ("right", "wrong")
+    text = (f"{what}: {len(ids) - n_bad} good ({good_word}) and {n_bad} bad ({bad_word}) puzzles "
+            f"from {n_videos} videos")
+    try:
+        draw_splits(bad, EnergyConfig(), [videos.get(p) for p in ids])
+    except UserError as e:
+        return {"good": len(ids) - n_bad, "bad": n_bad, "videos": n_videos, "ok": False,
+                "text": f"{text}: not enough for a bank ({e})"}
+    return {"good": len(ids) - n_bad, "bad": n_bad, "videos": n_videos, "ok": True, "text": text}
+
+
+def plan_html(plan: dict) -> str:
+    kind = {True: "info", False: "warn", None: "info"}[plan["ok"]]
+    return (f'<div id="ro-bank-plan" class="mvp-msg mvp-msg-{kind}" data-good="{plan["good"]}" '
+            f'data-bad="{plan["bad"]}" data-ok="{"" if plan["ok"] is None else int(plan["ok"])}">{esc(plan["text"])}</div>')
+
+
 def start(ctx: WebContext, db_url: str, user: str, run_id, ck, set_name, split, name, labels_from, epochs, hidden,
           limit) -> str:
     """Check the form (one line per mistake, before anything starts), then launch the job."""
-    from app.cli.steer_build import LABEL_SOURCES, bank_paths
+    from app.cli.steer_build import LABEL_SOURCES, STORED, bank_paths
     from db.runs.index import checkpoint_choices
     from db.runs.rollout_views import run_info, set_splits
     from db.sets.curated import list_sets
     from mvp_core.steer.config import EnergyConfig
+    epochs = form_number("epochs", epochs, True, 120)
+    limit = form_number("at most N puzzles", limit, True, 0)
     if not run_id or not ck:
         raise UserError("choose a run and a checkpoint (the model the bank is for)")
-    if not set_name:
+    if not set_name and labels_from not in STORED:
         raise UserError("choose a curated set to collect on")
     bank_paths(ctx.data_dir, name or "")
     name = name.strip().removesuffix(".pt")
     if labels_from not in LABEL_SOURCES:
         raise UserError(f"labels must come from one of {', '.join(LABEL_SOURCES)}")
-    epochs = form_number("epochs", epochs, True, 120)
-    limit = form_number("at most N puzzles", limit, True, 0)
     try:
         EnergyConfig.from_values({"hidden": [int(x) for x in str(hidden or "").split(",")], "epochs": epochs})
     except (ValueError, UserError) as e:
@@ -134,14 +180,19 @@ def start(ctx: WebContext, db_url: str, user: str, run_id, ck, set_name, split, 
             raise UserError(f"run {run_id} has no model to steer")
         if ck not in [k for _, k in checkpoint_choices(s, run_id)]:
             raise UserError(f"run {run_id} has no checkpoint {ck}")
-        if set_name not in [x["name"] for x in list_sets(s)]:
+        if set_name and set_name not in [x["name"] for x in list_sets(s)]:
             raise UserError(f"no curated set {set_name!r}")
-        if split and split not in set_splits(s, set_name):
+        if set_name and split and split not in set_splits(s, set_name):
             raise UserError(f"set {set_name} has no split {split!r}")
-    args = ["steer", "build", "--run", run_id, "--checkpoint", ck, "--set", set_name, "--split", split or "",
+    plan = label_plan(ctx, run_id, ck, set_name, split, labels_from)
+    if plan["ok"] is False:
+        raise UserError(plan["text"])
+    where = ["--set", set_name, "--split", split or ""] if set_name else []
+    args = ["steer", "build", "--run", run_id, "--checkpoint", ck, *where,
             "--name", name, "--labels-from", labels_from, "--epochs", str(epochs), "--hidden", str(hidden),
             "--threads", "1", "--data", str(ctx.data_dir), "--db", db_url, *(["--limit", str(limit)] if limit else [])]
-    label = f"{run_id} · {'start' if ck == 'base' else 'step ' + ck} · {set_name}" + (f"/{split}" if split else "")
+    label = f"{run_id} · {'start' if ck == 'base' else 'step ' + ck} · " + (
+        f"{set_name}" + (f"/{split}" if split else "") if set_name else "every labelled puzzle")
     job = jobs.launch_cli(ctx.data_dir, KIND, args, user=user, label=label,
                           meta={"bank": name, "run_id": run_id, "checkpoint": ck, "set": set_name, "split": split})
     return f"training bank {name} for {job['label']} (pid {job['pid']})"
@@ -161,19 +212,20 @@ def build_section(ctx: WebContext, db_url: str, bank_dropdown: gr.Dropdown, bank
         with gr.Row():
             run = gr.Dropdown(label="Run (the model the bank is for)", choices=[], elem_id="ro-bank-run")
             ckpt = gr.Dropdown(label="Checkpoint", choices=[], elem_id="ro-bank-ckpt")
-            set_dd = gr.Dropdown(label="Curated set to collect on", choices=[], elem_id="ro-bank-set")
+            set_dd = gr.Dropdown(label="Curated set (greedy: the puzzles answered; else its other splits "
+                                       "are left out)", choices=[], elem_id="ro-bank-set")
             split = gr.Dropdown(label="Split (train: the held-out splits stay unseen)", choices=[],
                                 elem_id="ro-bank-split")
             labels = gr.Dropdown(label="labels from", choices=[(v, k) for k, v in LABEL_SOURCES.items()],
                                  value="greedy", elem_id="ro-bank-labels")
         with gr.Row():
             name = gr.Textbox(label="bank name (DATA/steer/NAME.pt)", max_length=64, elem_id="ro-bank-name")
-            epochs = gr.Number(label="epochs", value=120, precision=0, minimum=1, maximum=10000,
-                               elem_id="ro-bank-epochs")
+            epochs = whole_number(120, "epochs", minimum=1, maximum=10000, elem_id="ro-bank-epochs")
             hidden = gr.Textbox(label="energy MLP hidden sizes", value="2048,1024,1024,512", max_length=200,
                                 elem_id="ro-bank-hidden")
-            limit = gr.Number(label="at most N puzzles (0 = all)", value=0, precision=0, elem_id="ro-bank-limit")
+            limit = whole_number(0, "at most N puzzles (0 = all)", elem_id="ro-bank-limit")
             go = gr.Button("Train the bank", variant="primary", elem_id="ro-bank-launch")
+        plan = gr.HTML(elem_id="ro-bank-plan-box")
         msg = gr.HTML(elem_id="ro-bank-msg")
         status = gr.HTML(elem_id="ro-bank-status")
         listing = gr.HTML(elem_id="ro-bank-list-box")
@@ -226,8 +278,14 @@ def build_section(ctx: WebContext, db_url: str, bank_dropdown: gr.Dropdown, bank
                                                             gr.update(choices=bank_choices(ctx.data_dir))]
             return [job_html(ctx.data_dir), *ended, gr.Timer(active=running)]
 
+    def on_plan(run_id, ck, set_name, sp, lf, request: gr.Request):
+        with guard(ctx, request, PAGE):
+            return plan_html(label_plan(ctx, run_id, ck, set_name, sp, lf))
+
     run.change(on_run, [run], [ckpt])
     set_dd.change(on_set, [set_dd], [split])
+    for c in (ckpt, split, labels):       # run and set change these, so each choice is counted
+        c.change(on_plan, [run, ckpt, set_dd, split, labels], [plan], show_progress="hidden")
     go.click(on_go, [run, ckpt, set_dd, split, labels, name, epochs, hidden, limit], [msg, status, timer],
              api_name="steer_bank_launch")
     timer.tick(on_tick, None, [status, listing, bank_dropdown, timer], show_progress="hidden")

@@ -18,7 +18,7 @@ from pathlib import Path
 import gradio as gr
 
 from app.web import jobs as train_jobs
-from app.web.common import WebContext, esc, filled, form_number, guard, msg_html, nav_html
+from app.web.common import WebContext, esc, filled, form_number, guard, msg_html, nav_html, whole_number
 from app.web.pages.train import signals, splits as split_ui
 from app.web.svg_chart import line_chart
 from mvp_core.errors import UserError
@@ -195,6 +195,8 @@ def _settings_row(d: dict) -> dict:
     from mvp_core.train.config import LOSS_TYPES, REWARDS
 
     def num(key, label, elem):
+        if key in INT_KEYS:
+            return whole_number(d[key], label, elem_id=elem, interactive=False)
         return gr.Number(label=label, value=d[key], elem_id=elem, interactive=False)
     with gr.Row():
         out = {"reward": gr.Dropdown(label="Reward function", choices=list(REWARDS), value=d["reward"],
@@ -279,12 +281,12 @@ class TrainHandlers:
                request: gr.Request):
         with guard(self.ctx, request, PAGE):
             tr = tr or "grpo"
-            counts = split_ui.split_counts(self.ctx, set_name)
-            train_splits, eval_split = list(train_splits or []), eval_split or ""
-            split_ui.check(list(counts), train_splits, eval_split, bool(allow_overlap))
             overrides = launch_overrides(tr, dict(zip(FORM_KEYS, (
                 reward, max_steps, save_steps, num_generations, learning_rate, loss_type, beta,
                 max_completion_length))))
+            counts = split_ui.split_counts(self.ctx, set_name)
+            train_splits, eval_split = list(train_splits or []), eval_split or ""
+            split_ui.check(list(counts), train_splits, eval_split, bool(allow_overlap))
             if counts:
                 overrides += split_ui.eval_overrides(self.ctx.Session, self.ctx.data_dir, set_name, eval_split)
             job = train_jobs.launch(self.ctx.data_dir, self.ctx.Session, set_name=set_name or "",

@@ -1,4 +1,4 @@
-"""Warnings the Train page shows when a run has no learning signal (issue 30 item 9), read from the
+"""Warnings the Train page shows when a run has no learning signal, read from the
 run's metrics log (metrics.jsonl, mvp_core/train/rundir.py): every group's answers scoring alike
 (reward std 0: GRPO's advantages are all 0) or a zero gradient, for STREAK consecutive steps. A flat
 reward line alone does not say which; these do."""

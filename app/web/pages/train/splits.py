@@ -1,4 +1,4 @@
-"""The Train page's split choice (issue 30 item 8, DESIGN.md section 7): which splits of the curated set
+"""The Train page's split choice (learning is shown on videos a run never trained on): which splits of the curated set
 a run trains on (default: train only) and which one it is evaluated on while it trains (the trainer's
 held-out eval: eval_puzzles / eval_split). Evaluating on a split the run trains on scores memory,
 not learning: the page marks it and refuses to launch it unless the user ticks the box that asks for
