@@ -101,6 +101,8 @@ class VerdictEvent(Base):
     before: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     after: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # the bulk action (db/models/gallery.py, BulkBatch) this change belongs to; None: one by hand
+    batch_id: Mapped[int | None] = mapped_column(BigId, nullable=True, index=True)
     __table_args__ = (Index("ix_verdict_events_user_id_id", "user_id", "id"),)
 
 
