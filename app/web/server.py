@@ -30,7 +30,8 @@ MAX_NAME_FIELD = 200                 # login form: longer user names are refused
 MAX_NEXT = 2000                      # a longer `next` is dropped (the login goes to "/")
 GRADIO_MAX_FILE = "1kb"              # no page takes uploads (the guard refuses the route); a second line
 GRADIO_DELETE_CACHE = (3600, 3600)   # Gradio's temporary files older than an hour go, hourly
-HEAD = '<link rel="icon" href="/favicon.ico"><link rel="stylesheet" href="/static/studio.css">'
+HEAD = ('<link rel="icon" href="/favicon.ico"><link rel="stylesheet" href="/static/studio.css">'
+        '<script src="/static/lightbox.js" defer></script>')   # any frame opens large (static/lightbox.js)
 
 
 def _page_builders() -> dict:

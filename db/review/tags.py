@@ -143,3 +143,8 @@ def puzzle_tags(session: Session, ids: list[str]) -> dict[str, list[str]]:
                 PuzzleTag.puzzle_id.in_(chunk), PuzzleTag.label == "").order_by(PuzzleTag.tag)):
             out.setdefault(pid, []).append(tag)
     return out
+
+
+def all_tags(session: Session, limit: int = 200) -> list[str]:
+    """The distinct tags in the store (the gallery's filter choices), alphabetically."""
+    return list(session.scalars(select(PuzzleTag.tag).distinct().order_by(PuzzleTag.tag).limit(limit)))
