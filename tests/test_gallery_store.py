@@ -209,3 +209,31 @@ def test_bulk_requeue_and_tag_undo(store_db):
             tags.add_comment(s, cora, ids[0], "hm", label="Z")
         tags.add_comment(s, cora, ids[0], "  too close to the target  ", label=label)
         assert tags.notes_of(s, ids[0])["comments"][0]["text"] == "too close to the target"
+
+
+def test_admin_overview_per_curator_and_video(store_db):
+    from db.review.overview import curator_overview, video_overview
+    ids = _ids(store_db)
+    with store_db.Session() as s:
+        ada, cora = _user(s, "ada", "admin"), _user(s, "cora", "curator")
+        _user(s, "rhea", "researcher")
+        review.set_overlap(s, 2)
+        s.commit()
+        p = review.next_puzzle(s, cora)
+        review.submit_verdict(s, cora, p, "accept", seconds=30.0)
+        bulk_action(s, ada, ids[:2], "accept")
+        rows = {r["name"]: r for r in curator_overview(s)}
+        assert set(rows) == {"ada", "cora"}
+        assert rows["cora"]["verdicts"] == 1 and rows["cora"]["per_hour"] == pytest.approx(120.0)
+        assert rows["cora"]["last_24h"] == 1 and rows["ada"]["per_hour"] is None      # bulk: no time spent
+        assert rows["cora"]["queue_left"] == len(ids) - 1
+        assert rows["cora"]["overlap_left"] == (1 if p in ids[:2] else 2)       # started by ada, not by cora
+        assert rows["ada"]["shared"] == rows["cora"]["shared"] == (1 if p in ids[:2] else 0)
+        videos = video_overview(s)
+        assert sum(v["puzzles"] for v in videos) == len(ids)
+        assert sum(v["accepted"] for v in videos) == (1 if p in ids[:2] else 0)       # k = 2
+        review.set_overlap(s, 1)
+        s.commit()
+        videos = video_overview(s)
+        assert sum(v["accepted"] for v in videos) == len({p, *ids[:2]})
+        assert all(0 <= v["done"] <= 1 for v in videos)

@@ -52,11 +52,6 @@ def _n_puzzles(web_app) -> int:
         return s.scalar(select(func.count()).select_from(Puzzle))
 
 
-def _panel(page, mode):
-    if mode == "touch":
-        page.click("#mvp-gtoggle") if False else page.locator("#mvp-gtoggle").tap()
-
-
 @pytest.mark.parametrize("mode", ["mouse", "touch"])
 def test_gallery_cards_filters_and_saved_view(web_app, browser, mode):
     name = _user(web_app, "curator")
@@ -278,3 +273,35 @@ def test_tags_and_comments_on_the_curate_card(web_app, browser, fresh_curator):
         assert "the gap hides a cut" in page.inner_text("#mvp-puzzle .mvp-notes")
     finally:
         ctx.close()
+
+
+@pytest.mark.parametrize("mode", ["mouse", "touch"])
+def test_admin_overview(web_app, browser, mode):
+    """Per curator (verdicts, per hour, queue left) and per video, refreshed from the page."""
+    from db import review
+    from db.users.accounts import get_user
+    admin, cur = _user(web_app, "admin"), _user(web_app, "curator")
+    ctx, page = _open(browser, web_app, admin, mode, path="/admin/")
+    try:
+        row = page.locator(f"#mvp-overview-curators tr[data-curator='{cur}'] td")
+        row.first.wait_for(timeout=30000)
+        assert row.nth(1).inner_text() == "0"
+        with web_app.Session() as s:
+            uid = get_user(s, cur).id
+            old_k = review.overlap_k(s)
+            review.set_overlap(s, 50)          # a puzzle open to this curator whatever other tests judged
+            s.commit()
+            pid = review.next_puzzle(s, uid)
+            review.submit_verdict(s, uid, pid, "reject", reason="blurry", seconds=36.0)
+            review.set_overlap(s, old_k)
+            s.commit()
+        _press(page, mode, page.locator("#admin-overview-refresh"))
+        page.wait_for_function("c => { const r = document.querySelector(`#mvp-overview-curators tr[data-curator='${c}']`); "
+                               "return r && r.children[1].textContent === '1'; }", arg=cur)
+        assert row.nth(3).inner_text() == "100"                       # 1 verdict in 36 s
+        assert page.locator("#mvp-overview-videos tr[data-video]").count() == 2
+        shot(page, f"overview-{mode}")
+    finally:
+        ctx.close()
+        with web_app.Session() as s:         # leave the shared app's puzzles as they were
+            review.undo_last(s, get_user(s, cur).id)
