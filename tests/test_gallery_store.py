@@ -237,3 +237,29 @@ def test_admin_overview_per_curator_and_video(store_db):
         videos = video_overview(s)
         assert sum(v["accepted"] for v in videos) == len({p, *ids[:2]})
         assert all(0 <= v["done"] <= 1 for v in videos)
+
+
+def test_exports_carry_the_tags(store_db, tmp_path):
+    import json
+
+    import pyarrow.parquet as pq
+
+    from db.sets.export import export_set
+    from testkit.store import accept_and_freeze
+    ids = _ids(store_db)
+    with store_db.Session() as s:
+        cora = _user(s, "cora", "curator")
+        bulk_action(s, cora, ids[:2], "tag", tag="night")
+        tags.add_tag(s, cora, ids[0], "fast cut")
+    accept_and_freeze(store_db.Session, store_db.records, "tagged", {"train": 1.0})
+    with store_db.Session() as s:
+        export_set(s, "tagged", "jsonl", tmp_path / "j", store_db.data_dir)
+        export_set(s, "tagged", "verl", tmp_path / "v", store_db.data_dir)
+        export_set(s, "tagged", "trl", tmp_path / "t", store_db.data_dir)
+    manifest = json.loads((tmp_path / "j" / "set.json").read_text())
+    assert manifest["tags"] == {ids[0]: ["fast cut", "night"], ids[1]: ["night"]}
+    rows = pq.read_table(tmp_path / "v" / "train.parquet").to_pylist()
+    got = {r["extra_info"]["puzzle_id"]: list(r["extra_info"]["tags"]) for r in rows}
+    assert got[ids[0]] == ["fast cut", "night"] and got[ids[2]] == []
+    trl = pq.read_table(tmp_path / "t" / "train.parquet").to_pylist()
+    assert sorted(len(r["tags"]) for r in trl)[-1] == 2

@@ -13,7 +13,9 @@
             under OUT and named `./<uri>` relative to OUT (run the engine from OUT, or set its
             image folder to OUT).
 The list of formats is mvp_core/export/formats.py FORMATS. Every format carries each puzzle's split
-(in jsonl it is the record's `split` field)."""
+(in jsonl it is the record's `split` field) and its tags (`db.review.tags`, the puzzle's own, not its
+distractors'): a `tags` list on each row (inside `extra_info` where a format has one), and in jsonl
+the manifest's `tags` ({puzzle id: tags}), so the records stay byte for byte the set's."""
 from __future__ import annotations
 
 import json
@@ -23,6 +25,7 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from db.sets.importer import MANIFEST, RECORDS, copy_frames
+from db.review.tags import puzzle_tags
 from db.sets.curated import get_set, set_lines, set_summary, write_lines
 from mvp_core.errors import UserError
 from mvp_core.export.formats import BUILDERS, FORMATS, llamafactory_info
@@ -42,6 +45,7 @@ def export_set(session: Session, name: str, fmt: str, out: Path, data_dir: Path)
     cs = get_set(session, name)
     lines = set_lines(session, name)
     records = [json.loads(line) for line in lines]
+    tags = puzzle_tags(session, [r["id"] for r in records])
     data_dir = Path(data_dir)
     missing = [u for r in records for u in [f["uri"] for f in r["frames"]] + [o["uri"] for o in r["options"]]
                if not (data_dir / u).is_file()]
@@ -52,13 +56,13 @@ def export_set(session: Session, name: str, fmt: str, out: Path, data_dir: Path)
     if fmt == "jsonl":
         write_lines(lines, out / RECORDS)
         manifest = {**set_summary(cs), "created_at": cs.created_at.isoformat(), "format": "mvp-jsonl/1",
-                    "splits": split_counts(records)}
+                    "splits": split_counts(records), "tags": tags}
         (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True))
         copy_frames(records, data_dir, out)
     elif fmt == "hf":
-        _export_hf(records, data_dir, out, cs.name, cs.content_hash)
+        _export_hf(records, data_dir, out, cs.name, cs.content_hash, tags)
     else:
-        _export_rows(fmt, records, data_dir, out, cs.name, cs.content_hash)
+        _export_rows(fmt, records, data_dir, out, cs.name, cs.content_hash, tags)
     return {"name": cs.name, "format": fmt, "out": str(out), "n_puzzles": len(records),
             "content_hash": cs.content_hash}
 
@@ -86,7 +90,8 @@ def problem_text(rec: dict) -> str:
             f"fill the gap and give their labels in temporal order as <answer>X, Y, ...</answer>.")
 
 
-def _export_hf(records: list[dict], data_dir: Path, out: Path, name: str, chash: str) -> None:
+def _export_hf(records: list[dict], data_dir: Path, out: Path, name: str, chash: str,
+               tags: dict[str, list[str]]) -> None:
     from datasets import Dataset, Features, Image, List, Value
 
     def img(uri):   # embedded bytes: the parquet file is self-contained
@@ -102,13 +107,13 @@ def _export_hf(records: list[dict], data_dir: Path, out: Path, name: str, chash:
             "options": [img(o["uri"]) for o in r["options"]],
             "option_labels": [o["label"] for o in r["options"]],
             "option_kinds": [o["kind"] for o in r["options"]],
-            "answer": list(r["answer"]), "record": json.dumps(r, sort_keys=True)})
+            "answer": list(r["answer"]), "record": json.dumps(r, sort_keys=True), "tags": tags.get(r["id"], [])})
     feats = Features({"id": Value("string"), "video_id": Value("string"), "split": Value("string"),
                       "problem": Value("string"),
                       "context_before": List(Image()), "context_after": List(Image()),
                       "options": List(Image()), "option_labels": List(Value("string")),
                       "option_kinds": List(Value("string")), "answer": List(Value("string")),
-                      "record": Value("string")})
+                      "record": Value("string"), "tags": List(Value("string"))})
     (out / "data").mkdir()
     for split, split_rows in rows.items():
         Dataset.from_list(split_rows, features=feats).to_parquet(str(out / "data" / f"{split}-00000-of-00001.parquet"))
@@ -120,11 +125,18 @@ def _export_hf(records: list[dict], data_dir: Path, out: Path, name: str, chash:
         f"(docs/ARCHITECTURE.md, \"Puzzle record\").\n")
 
 
-def _export_rows(fmt: str, records: list[dict], data_dir: Path, out: Path, name: str, chash: str) -> None:
+def _with_tags(row: dict, tags: list[str]) -> dict:
+    (row["extra_info"] if isinstance(row.get("extra_info"), dict) else row)["tags"] = tags
+    return row
+
+
+def _export_rows(fmt: str, records: list[dict], data_dir: Path, out: Path, name: str, chash: str,
+                 tags: dict[str, list[str]]) -> None:
     copy_frames(records, data_dir, out)
     rows: dict[str, list[dict]] = {}
     for i, r in enumerate(records):
-        rows.setdefault(r.get("split", "train"), []).append(BUILDERS[fmt](r, i, chash, lambda u: f"./{u}"))
+        rows.setdefault(r.get("split", "train"), []).append(
+            _with_tags(BUILDERS[fmt](r, i, chash, lambda u: f"./{u}"), tags.get(r["id"], [])))
     if fmt == "video-r1":
         (out / f"{name}.json").write_text(json.dumps([x for v in rows.values() for x in v], indent=1,
                                                      ensure_ascii=False))
