@@ -78,7 +78,7 @@ def test_gallery_filters_sort_search_and_pages(store_db):
         kind = next(o["kind"] for o in rec["options"] if o["kind"] != "target")
         with_kind = {r["id"] for r in store_db.records if any(o["kind"] == kind for o in r["options"])}
         assert {r["puzzle_id"] for r in _page(s, kind=[kind], limit=200)["rows"]} == with_kind
-        by_video = [r["video"] for r in _page(s, sort="video", limit=200)["rows"]]
+        by_video = [r["video_id"] for r in _page(s, sort="video", limit=200)["rows"]]
         assert by_video == sorted(by_video)
 
         # a run's model right / wrong on each puzzle (mean exact over its stored answers)

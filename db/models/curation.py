@@ -126,7 +126,8 @@ class ReviewState(Base):
     n_reviews: Mapped[int] = mapped_column(Integer, default=0)   # accept + reject verdicts
     n_accept: Mapped[int] = mapped_column(Integer, default=0)
     status: Mapped[str] = mapped_column(String(10), default="pending", index=True)
-    __table_args__ = (Index("ix_review_state_queue", "n_reviews", "puzzle_id"),)
+    __table_args__ = (Index("ix_review_state_queue", "n_reviews", "puzzle_id"),
+                      Index("ix_review_state_status_id", "status", "puzzle_id"))   # the gallery's order by status
 
 
 class CuratedSet(Base):

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Literal
 
 from pydantic import Field, ValidationError
-from sqlalchemy import and_, exists, func, or_, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from db.chunks import in_chunks
@@ -29,7 +29,8 @@ from mvp_core.puzzle import Puzzle as Puzzle_
 
 MAX_MATCH = 100_000          # "all that match" selects at most this many puzzles
 MODEL_RIGHT = 0.5            # a model "got it right" when its mean exact match on the puzzle is at least this
-SORTS = {"id": (), "video": (Video.path,), "status": (ReviewState.status,), "reviews": (ReviewState.n_reviews,)}
+# each order is an index of its table, so the first page is a range scan, not a sort of every puzzle
+SORTS = {"id": (), "video": (Puzzle.video_id,), "status": (ReviewState.status,), "reviews": (ReviewState.n_reviews,)}
 
 
 class GalleryQuery(DocumentedConfig):
@@ -45,7 +46,8 @@ class GalleryQuery(DocumentedConfig):
         "", description="the run's model got the puzzle right (mean exact >= 0.5) or wrong")
     q: str = Field("", max_length=100, description="search: a puzzle id's start, part of a video's file "
                                                    "name, a tag, or words of a comment")
-    sort: Literal["id", "video", "status", "reviews"] = Field("id", description="the order of the cards")
+    sort: Literal["id", "video", "status", "reviews"] = Field(
+        "id", description="the order of the cards (video: by video id, so a video's puzzles come together)")
     desc: bool = Field(False, description="descending order")
     offset: int = Field(0, ge=0, le=MAX_MATCH, description="cards skipped (the page's start)")
     limit: int = Field(48, ge=1, le=200, description="cards per page")
@@ -62,20 +64,22 @@ def parse_query(raw: dict | None) -> GalleryQuery:
 
 
 def _conditions(q: GalleryQuery) -> list:
-    pid = Puzzle.id
+    """The filters as conditions on a review_state row (one per puzzle: the migrations' trigger adds
+    it). Each is an IN over an index range of its own table (docs/BENCHMARKS.md, "Gallery")."""
+    pid = ReviewState.puzzle_id
     conds = []
     if q.video:
         conds.append(Puzzle.video_id.in_(q.video))
     if q.status:
-        conds.append(func.coalesce(ReviewState.status, "pending").in_(q.status))
+        conds.append(ReviewState.status.in_(q.status))
     if q.curator:
         who = select(User.id).where(User.name == q.curator).scalar_subquery()
-        conds.append(exists().where(PuzzleVerdict.puzzle_id == pid, PuzzleVerdict.user_id == who,
-                                    PuzzleVerdict.verdict.in_(DECISIVE)))
+        conds.append(pid.in_(select(PuzzleVerdict.puzzle_id).where(PuzzleVerdict.user_id == who,
+                                                                   PuzzleVerdict.verdict.in_(DECISIVE))))
     if q.kind:
-        conds.append(exists().where(Option.puzzle_id == pid, Option.kind.in_(q.kind)))
+        conds.append(pid.in_(select(Option.puzzle_id).where(Option.kind.in_(q.kind))))
     if q.tag:
-        conds.append(exists().where(PuzzleTag.puzzle_id == pid, PuzzleTag.tag.in_([t.lower() for t in q.tag])))
+        conds.append(pid.in_(select(PuzzleTag.puzzle_id).where(PuzzleTag.tag.in_([t.lower() for t in q.tag]))))
     if q.run and q.model:
         mean = func.avg(Rollout.exact)
         scored = (select(Rollout.puzzle_id).where(Rollout.run_id == q.run).group_by(Rollout.puzzle_id)
@@ -83,23 +87,26 @@ def _conditions(q: GalleryQuery) -> list:
         conds.append(pid.in_(scored))
     if q.q.strip():
         term = q.q.strip().lower()
-        conds.append(or_(pid.startswith(term, autoescape=True),
-                         func.lower(Video.path).contains(term, autoescape=True),
-                         exists().where(PuzzleTag.puzzle_id == pid, PuzzleTag.tag == term),
-                         exists().where(PuzzleComment.puzzle_id == pid,
-                                        func.lower(PuzzleComment.text).contains(term, autoescape=True))))
+        videos = select(Video.id).where(func.lower(Video.path).contains(term, autoescape=True))
+        conds.append(or_(pid.startswith(term, autoescape=True), Puzzle.video_id.in_(videos),
+                         pid.in_(select(PuzzleTag.puzzle_id).where(PuzzleTag.tag == term)),
+                         pid.in_(select(PuzzleComment.puzzle_id).where(
+                             func.lower(PuzzleComment.text).contains(term, autoescape=True)))))
     return conds
 
 
-def _filtered(cols, q: GalleryQuery):
-    stmt = (select(*cols).select_from(Puzzle).join(Video, Video.id == Puzzle.video_id)
-            .join(ReviewState, ReviewState.puzzle_id == Puzzle.id, isouter=True))
+def _filtered(cols, q: GalleryQuery, puzzles: bool = True):
+    """SELECT cols over the review_state rows the query matches, joined to puzzles when `puzzles` or a
+    filter reads them (the count per status of an unfiltered or status-only query needs no join)."""
+    stmt = select(*cols).select_from(ReviewState)
+    if puzzles or q.video or q.q.strip():
+        stmt = stmt.join(Puzzle, Puzzle.id == ReviewState.puzzle_id)
     conds = _conditions(q)
     return stmt.where(and_(*conds)) if conds else stmt
 
 
 def _order(q: GalleryQuery):
-    keys = [*SORTS[q.sort], Puzzle.id]
+    keys = [*SORTS[q.sort], ReviewState.puzzle_id]
     return [k.desc() if q.desc else k.asc() for k in keys]
 
 
@@ -110,21 +117,21 @@ def gallery_page(session: Session, q: GalleryQuery) -> dict:
     many frames are masked), tags [{tag, label}], n_comments, and model_exact (the run's mean exact
     match, None without a run or an answer)."""
     rows = session.execute(
-        _filtered([Puzzle.id, Puzzle.video_id, Video.path, ReviewState.status, ReviewState.n_reviews,
+        _filtered([ReviewState.puzzle_id, Puzzle.video_id, ReviewState.status, ReviewState.n_reviews,
                    ReviewState.n_accept, Puzzle.record_json], q)
         .order_by(*_order(q)).offset(q.offset).limit(q.limit)).all()
-    by_status: Counter = Counter()
-    for status, n in session.execute(_filtered([ReviewState.status, func.count()], q).group_by(ReviewState.status)):
-        by_status[status or "pending"] += n       # no review_state row yet: pending
+    by_status = dict(session.execute(
+        _filtered([ReviewState.status, func.count()], q, puzzles=False).group_by(ReviewState.status)).all())
+    names = dict(session.execute(select(Video.id, Video.path).where(Video.id.in_({r[1] for r in rows}))).all())
     ids = [r[0] for r in rows]
     tags, n_comments = tags_of(session, ids), comment_counts(session, ids)
     exact = model_exact(session, q.run, ids) if q.run else {}
     out = []
-    for pid, vid, path, status, n_rev, n_acc, record in rows:
+    for pid, vid, status, n_rev, n_acc, record in rows:
         p = Puzzle_.from_dict(json.loads(record))
         n_acc, n_rej = n_acc or 0, (n_rev or 0) - (n_acc or 0)
-        out.append({"puzzle_id": pid, "video_id": vid, "video": path.rsplit("/", 1)[-1],
-                    "status": status or "pending", "n_accept": n_acc, "n_reject": n_rej,
+        out.append({"puzzle_id": pid, "video_id": vid, "video": names.get(vid, vid).rsplit("/", 1)[-1],
+                    "status": status, "n_accept": n_acc, "n_reject": n_rej,
                     "agreement": item_agreement(Counter({"accept": n_acc, "reject": n_rej})),
                     "before": [f.uri for f in p.context_before],
                     "after": [f.uri for f in p.context_after], "gap": p.mask.length,
@@ -136,7 +143,7 @@ def gallery_page(session: Session, q: GalleryQuery) -> dict:
 
 def matching_ids(session: Session, q: GalleryQuery, limit: int = MAX_MATCH) -> list[str]:
     """The ids of every puzzle the query matches, in its order (what "all that match" acts on)."""
-    return list(session.scalars(_filtered([Puzzle.id], q).order_by(*_order(q)).limit(limit)))
+    return list(session.scalars(_filtered([ReviewState.puzzle_id], q).order_by(*_order(q)).limit(limit)))
 
 
 def model_exact(session: Session, run: str, ids: list[str]) -> dict[str, float]:

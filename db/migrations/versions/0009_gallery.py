@@ -1,5 +1,5 @@
 """The gallery's tables (db/models/gallery.py): bulk batches, tags and comments on a puzzle or a
-distractor, saved views; and verdict_events.batch_id, the bulk action a verdict change belongs to,
+distractor, saved views; indexes for the gallery's filters and orders; and verdict_events.batch_id, the bulk action a verdict change belongs to,
 so undo removes a batch as one (docs/store.md, "Gallery").
 
 Revision ID: 0009
@@ -73,6 +73,10 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_puzzle_tags_batch_id'), ['batch_id'], unique=False)
         batch_op.create_index('ix_puzzle_tags_tag', ['tag', 'puzzle_id'], unique=False)
 
+    # the gallery's filters and orders as index range scans (db/review/gallery.py)
+    op.create_index('ix_puzzles_video_id_id', 'puzzles', ['video_id', 'id'])
+    op.create_index('ix_options_kind_puzzle_id', 'options', ['kind', 'puzzle_id'])
+    op.create_index('ix_review_state_status_id', 'review_state', ['status', 'puzzle_id'])
     with op.batch_alter_table('verdict_events', schema=None) as batch_op:
         batch_op.add_column(sa.Column('batch_id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), nullable=True))
         batch_op.create_index(batch_op.f('ix_verdict_events_batch_id'), ['batch_id'], unique=False)
@@ -80,6 +84,9 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    for name, table in (('ix_puzzles_video_id_id', 'puzzles'), ('ix_options_kind_puzzle_id', 'options'),
+                        ('ix_review_state_status_id', 'review_state')):
+        op.drop_index(name, table_name=table)
     with op.batch_alter_table('verdict_events', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_verdict_events_batch_id'))
         batch_op.drop_column('batch_id')
