@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Literal
 
 from pydantic import Field, ValidationError
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, func, select, union
 from sqlalchemy.orm import Session
 
 from db.chunks import in_chunks
@@ -88,10 +88,12 @@ def _conditions(q: GalleryQuery) -> list:
     if q.q.strip():
         term = q.q.strip().lower()
         videos = select(Video.id).where(func.lower(Video.path).contains(term, autoescape=True))
-        conds.append(or_(pid.startswith(term, autoescape=True), Puzzle.video_id.in_(videos),
-                         pid.in_(select(PuzzleTag.puzzle_id).where(PuzzleTag.tag == term)),
-                         pid.in_(select(PuzzleComment.puzzle_id).where(
-                             func.lower(PuzzleComment.text).contains(term, autoescape=True)))))
+        # one IN over the union: each part runs once, not once per puzzle as an OR of them would
+        conds.append(pid.in_(union(
+            select(Puzzle.id).where(Puzzle.id.startswith(term, autoescape=True)),
+            select(Puzzle.id).where(Puzzle.video_id.in_(videos)),
+            select(PuzzleTag.puzzle_id).where(PuzzleTag.tag == term),
+            select(PuzzleComment.puzzle_id).where(func.lower(PuzzleComment.text).contains(term, autoescape=True)))))
     return conds
 
 
@@ -99,7 +101,7 @@ def _filtered(cols, q: GalleryQuery, puzzles: bool = True):
     """SELECT cols over the review_state rows the query matches, joined to puzzles when `puzzles` or a
     filter reads them (the count per status of an unfiltered or status-only query needs no join)."""
     stmt = select(*cols).select_from(ReviewState)
-    if puzzles or q.video or q.q.strip():
+    if puzzles or q.video:
         stmt = stmt.join(Puzzle, Puzzle.id == ReviewState.puzzle_id)
     conds = _conditions(q)
     return stmt.where(and_(*conds)) if conds else stmt
