@@ -13,7 +13,7 @@ Set-based rather than `submit_verdict` per puzzle: 10,000 puzzles are a few stat
 fault leaves nothing half done."""
 from __future__ import annotations
 
-from sqlalchemy import delete, func, insert, select, tuple_, update
+from sqlalchemy import bindparam, delete, func, insert, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from db.chunks import in_chunks
@@ -22,13 +22,17 @@ from db.models.curation import Lease, OptionVerdict, PuzzleVerdict, ReviewState,
 from db.models.gallery import BulkBatch, PuzzleTag
 from db.review.access import check_may_judge_all
 from db.review.gallery import MAX_MATCH
-from db.review.queue import overlap_k, status_sql, sync_queue
+from db.review.queue import derive_status, overlap_k, sync_queue
 from db.review.tags import check_may_tag, clean_tag, insert_tags
 from db.review.verdicts import check_may_requeue
 from db.txn import run_txn
 from mvp_core.errors import UserError
 
 BULK_ACTIONS = ("accept", "reject", "requeue", "tag")
+# Set-based statements skip the ORM's matching of loaded objects (its "fetch" re-selects every row)
+# and inserts go to the tables (Core executemany, not the ORM's bulk path): nothing in the session
+# holds these rows.
+NO_SYNC = {"synchronize_session": False}
 
 
 def _check_ids(session: Session, ids) -> list[str]:
@@ -57,18 +61,23 @@ def _lock(session: Session, ids: list[str]) -> None:
 
 
 def _recount(session: Session, ids: list[str]) -> None:
-    """Recount the puzzles' review counters and status from their verdicts: the same STATUS_RULE as
-    one verdict's recount, as one UPDATE per chunk."""
+    """Recount the puzzles' review counters and status from their verdicts with the same rule as one
+    verdict's recount (`derive_status`): one grouped count and one executemany UPDATE per chunk (a
+    correlated count per row was planned as a scan of a table the batch had just grown on PostgreSQL)."""
     k = overlap_k(session)
-
-    def n(verdict: str):
-        return (select(func.count()).select_from(PuzzleVerdict)
-                .where(PuzzleVerdict.puzzle_id == ReviewState.puzzle_id, PuzzleVerdict.verdict == verdict)
-                .scalar_subquery())
+    rs = ReviewState.__table__
+    stmt = update(rs).where(rs.c.puzzle_id == bindparam("pid")).values(
+        n_accept=bindparam("n_acc"), n_reviews=bindparam("n_rev"), status=bindparam("st"))
     for chunk in in_chunks(ids):
-        session.execute(update(ReviewState).where(ReviewState.puzzle_id.in_(chunk)).values(
-            n_accept=n("accept"), n_reviews=n("accept") + n("reject"),
-            status=status_sql(n("accept"), n("reject"), k)).execution_options(synchronize_session=False))
+        counts: dict[str, dict[str, int]] = {p: {} for p in chunk}
+        for p, v, n in session.execute(select(PuzzleVerdict.puzzle_id, PuzzleVerdict.verdict, func.count())
+                                       .where(PuzzleVerdict.puzzle_id.in_(chunk))
+                                       .group_by(PuzzleVerdict.puzzle_id, PuzzleVerdict.verdict)):
+            counts[p][v] = n
+        rows = [{"pid": p, "n_acc": c.get("accept", 0), "n_rev": c.get("accept", 0) + c.get("reject", 0),
+                 "st": derive_status(c.get("accept", 0), c.get("reject", 0), k)} for p, c in counts.items()]
+        if rows:
+            session.execute(stmt, rows)
 
 
 def _batch(session: Session, user: User, action: str, reason: str) -> BulkBatch:
@@ -138,9 +147,10 @@ def _verdicts(session: Session, user: User, ids: list[str], verdict: str, reason
                                "before": before, "after": after, "created_at": t, "batch_id": batch_id})
     _set_verdicts(session, user.id, {p: after for p in changed}, t)
     if events:
-        session.execute(insert(VerdictEvent), events)
+        session.execute(insert(VerdictEvent.__table__), events)
     for chunk in in_chunks(changed):
-        session.execute(delete(Lease).where(Lease.user_id == user.id, Lease.puzzle_id.in_(chunk)))
+        session.execute(delete(Lease).where(Lease.user_id == user.id, Lease.puzzle_id.in_(chunk)),
+                        execution_options=NO_SYNC)
     _recount(session, changed)
     return changed
 
@@ -150,10 +160,10 @@ def _set_verdicts(session: Session, user_id: int, states: dict[str, dict | None]
     ids = list(states)
     for chunk in in_chunks(ids):
         session.execute(delete(PuzzleVerdict).where(PuzzleVerdict.user_id == user_id,
-                                                    PuzzleVerdict.puzzle_id.in_(chunk)))
+                                                    PuzzleVerdict.puzzle_id.in_(chunk)), execution_options=NO_SYNC)
     rows = [{"puzzle_id": p, "user_id": user_id, "created_at": t, **s} for p, s in states.items() if s is not None]
     if rows:
-        session.execute(insert(PuzzleVerdict), rows)
+        session.execute(insert(PuzzleVerdict.__table__), rows)
 
 
 def _requeue(session: Session, user: User, ids: list[str], reason: str, batch_id: int) -> list[str]:
@@ -190,11 +200,11 @@ def _requeue(session: Session, user: User, ids: list[str], reason: str, batch_id
                               "before": {"status": st, "n_reviews": n, "n_accept": a},
                               "after": {"status": "pending", "reason": reason, "cleared": n_cleared[p]},
                               "created_at": t, "batch_id": batch_id})
-        session.execute(delete(PuzzleVerdict).where(PuzzleVerdict.puzzle_id.in_(chunk)))
-        session.execute(delete(OptionVerdict).where(OptionVerdict.puzzle_id.in_(chunk)))
+        session.execute(delete(PuzzleVerdict).where(PuzzleVerdict.puzzle_id.in_(chunk)), execution_options=NO_SYNC)
+        session.execute(delete(OptionVerdict).where(OptionVerdict.puzzle_id.in_(chunk)), execution_options=NO_SYNC)
     for rows in (heads, cleared):
         if rows:
-            session.execute(insert(VerdictEvent), rows)
+            session.execute(insert(VerdictEvent.__table__), rows)
     _recount(session, changed)
     return changed
 
@@ -216,7 +226,8 @@ def undo_batch(session: Session, user_id: int, batch_id: int) -> dict:
             raise UserError(f"bulk action {batch_id} is already undone")
         t = utcnow()
         if b.action == "tag":
-            n = session.execute(delete(PuzzleTag).where(PuzzleTag.batch_id == b.id)).rowcount or 0
+            n = session.execute(delete(PuzzleTag).where(PuzzleTag.batch_id == b.id),
+                                execution_options=NO_SYNC).rowcount or 0
             out = {"n_restored": n, "n_kept": 0}
         else:
             out = _undo_events(session, b, t)
@@ -266,11 +277,11 @@ def _undo_events(session: Session, b: BulkBatch, t) -> dict:
         _set_verdicts(session, uid, states, t)
     if ov_rows:
         opt_ids = _option_ids(session, {(e.puzzle_id, e.label) for e, _ in ov_rows})
-        session.execute(insert(OptionVerdict), [
+        session.execute(insert(OptionVerdict.__table__), [
             {"puzzle_id": e.puzzle_id, "label": e.label, "user_id": e.user_id, "created_at": t,
              "option_id": opt_ids[(e.puzzle_id, e.label)], **s} for e, s in ov_rows])
     if undo_rows:
-        session.execute(insert(VerdictEvent), undo_rows)
+        session.execute(insert(VerdictEvent.__table__), undo_rows)
     _recount(session, ids)
     return {"n_restored": len(undo_rows), "n_kept": kept}
 
