@@ -35,7 +35,8 @@ LOGIN_FIELDS = 8                     # the login form has four (username, passwo
 LOGIN_FIELD_BYTES = 8 * 1024         # its longest field, `next`, is cut at MAX_NEXT anyway
 GRADIO_MAX_FILE = "1kb"              # no page takes uploads (the guard refuses the route); a second line
 GRADIO_DELETE_CACHE = (3600, 3600)   # Gradio's temporary files older than an hour go, hourly
-HEAD = '<link rel="icon" href="/favicon.ico"><link rel="stylesheet" href="/static/studio.css">'
+HEAD = ('<link rel="icon" href="/favicon.ico"><link rel="stylesheet" href="/static/studio.css">'
+        '<script src="/static/lightbox.js" defer></script>')   # any frame opens large (static/lightbox.js)
 
 
 def _page_builders() -> dict:

@@ -101,6 +101,8 @@ class VerdictEvent(Base):
     before: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     after: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # the bulk action (db/models/gallery.py, BulkBatch) this change belongs to; None: one by hand
+    batch_id: Mapped[int | None] = mapped_column(BigId, nullable=True, index=True)
     __table_args__ = (Index("ix_verdict_events_user_id_id", "user_id", "id"),)
 
 
@@ -124,7 +126,8 @@ class ReviewState(Base):
     n_reviews: Mapped[int] = mapped_column(Integer, default=0)   # accept + reject verdicts
     n_accept: Mapped[int] = mapped_column(Integer, default=0)
     status: Mapped[str] = mapped_column(String(10), default="pending", index=True)
-    __table_args__ = (Index("ix_review_state_queue", "n_reviews", "puzzle_id"),)
+    __table_args__ = (Index("ix_review_state_queue", "n_reviews", "puzzle_id"),
+                      Index("ix_review_state_status_id", "status", "puzzle_id"))   # the gallery's order by status
 
 
 class CuratedSet(Base):

@@ -11,6 +11,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
     String,
     Text,
@@ -63,6 +64,8 @@ class Puzzle(Base):
     n_options: Mapped[int] = mapped_column(Integer)
     record_json: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # the gallery's order by video: a range scan (db/review/gallery.py)
+    __table_args__ = (Index("ix_puzzles_video_id_id", "video_id", "id"),)
 
 
 class Option(Base):
@@ -75,4 +78,5 @@ class Option(Base):
     source_video_id: Mapped[str] = mapped_column(String(32))
     kind: Mapped[str] = mapped_column(String(16))
     difficulty: Mapped[float] = mapped_column(Float)
-    __table_args__ = (UniqueConstraint("puzzle_id", "label"),)
+    __table_args__ = (UniqueConstraint("puzzle_id", "label"),
+                      Index("ix_options_kind_puzzle_id", "kind", "puzzle_id"))   # the gallery's kind filter

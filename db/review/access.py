@@ -13,7 +13,7 @@ from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
 from db.models import Puzzle, utcnow
-from db.models.curation import Lease, PuzzleVerdict
+from db.models.curation import Lease, PuzzleVerdict, User
 from db.review.queue import aware
 from mvp_core.errors import UserError
 
@@ -38,5 +38,25 @@ def check_may_judge(session: Session, user_id: int, puzzle_id: str) -> None:
     if session.get(Puzzle, puzzle_id) is None:
         raise UserError(f"no puzzle {puzzle_id!r}")
     if not may_judge(session, user_id, puzzle_id):
-        raise UserError(f"puzzle {puzzle_id!r} is not assigned to you: judge the puzzles the queue gives "
-                        "you (→ or reload), or ones you judged before")
+        raise _not_assigned(puzzle_id)
+
+
+def _not_assigned(puzzle_id: str) -> UserError:
+    return UserError(f"puzzle {puzzle_id!r} is not assigned to you: judge the puzzles the queue gives "
+                     "you (→ or reload), or ones you judged before")
+
+
+BULK_JUDGE_ROLES = ("curator", "admin")   # who may accept or reject puzzles in bulk (the gallery)
+
+
+def check_may_judge_all(session: Session, user: User, puzzle_ids: list[str]) -> None:
+    """The rule for a bulk verdict: an admin may judge any puzzle; a curator only the ones
+    `may_judge` allows them one by one (leased to them, or judged before); anyone else none.
+    UserError (one line) naming the first refused puzzle."""
+    if user.role not in BULK_JUDGE_ROLES:
+        raise UserError(f"only curators and admins may accept or reject puzzles; {user.name!r} is a {user.role}")
+    if user.role == "admin":
+        return
+    refused = next((p for p in puzzle_ids if not may_judge(session, user.id, p)), None)
+    if refused is not None:
+        raise _not_assigned(refused)

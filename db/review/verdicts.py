@@ -160,7 +160,8 @@ def _apply_option_state(session, user_id, puzzle_id, label, option_id, state: di
 
 def undo_last(session: Session, user_id: int, lease_s: float = DEFAULT_LEASE_S) -> dict | None:
     """Revert this curator's most recent verdict change that is not undone yet (repeatable: each call
-    goes one step further back). The history keeps both the change and its undo. An undone puzzle
+    goes one step further back); a bulk action's changes are undone as one batch instead
+    (`db.review.bulk.undo_batch`). The history keeps both the change and its undo. An undone puzzle
     verdict leases the puzzle back to the curator, so `next_puzzle` shows it again. Returns what was
     undone ({"puzzle_id", "label", "restored"}) or None when there is nothing to undo."""
 
@@ -172,6 +173,7 @@ def undo_last(session: Session, user_id: int, lease_s: float = DEFAULT_LEASE_S) 
                                         rq.id > VerdictEvent.id)
         ev = session.scalar(
             select(VerdictEvent).where(VerdictEvent.user_id == user_id, VerdictEvent.action == "set",
+                                       VerdictEvent.batch_id.is_(None),     # a bulk batch is undone as one
                                        VerdictEvent.id.not_in(undone), ~requeued_later)
             .order_by(VerdictEvent.id.desc()).limit(1))
         if ev is None:
@@ -195,6 +197,13 @@ def undo_last(session: Session, user_id: int, lease_s: float = DEFAULT_LEASE_S) 
     return run_txn(session, txn)
 
 
+def check_may_requeue(user: User) -> None:
+    """UserError (one line) unless the user's role may send puzzles back to the queue (REQUEUE_ROLES)."""
+    if user.role not in REQUEUE_ROLES:
+        raise UserError(f"only researchers and admins may send a puzzle back to the curation queue; "
+                        f"{user.name!r} is a {user.role}")
+
+
 def requeue(session: Session, user_id: int, puzzle_id: str, reason: str = "") -> dict:
     """Send a puzzle back to the curation queue (e.g. from the rollouts page, for a group whose answers
     all scored the same): a new review round. Only researchers and admins may do it (checked here too,
@@ -207,10 +216,7 @@ def requeue(session: Session, user_id: int, puzzle_id: str, reason: str = "") ->
 
     def txn():
         _check_user_puzzle(session, user_id, puzzle_id)
-        user = session.get(User, user_id)
-        if user.role not in REQUEUE_ROLES:
-            raise UserError(f"only researchers and admins may send a puzzle back to the curation queue; "
-                            f"{user.name!r} is a {user.role}")
+        check_may_requeue(session.get(User, user_id))
         t = utcnow()
         st = _lock_state(session, puzzle_id)      # serialises with verdicts on this puzzle
         pvs = session.scalars(select(PuzzleVerdict).where(PuzzleVerdict.puzzle_id == puzzle_id)

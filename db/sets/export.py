@@ -17,6 +17,9 @@
 Every export has a dataset card, OUT/README.md (mvp_core/export/card.py): `datasets.load_dataset(OUT)`
 reads its splits from it. Split names are `datasets`' (formats.py SPLIT_NAMES: "val" is written
 "validation"); in jsonl the records keep the set's own `split` field byte for byte (the set hash).
+Every format carries each puzzle's tags (`db.review.tags`, the puzzle's own, not its distractors'): a
+`tags` list on each row (inside `extra_info` where a format has one), and in jsonl the manifest's `tags`
+({puzzle id: tags}), so the records stay byte for byte the set's.
 The list of formats is mvp_core/export/formats.py FORMATS."""
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
+from db.review.tags import puzzle_tags
 from db.sets.importer import MANIFEST, RECORDS, copy_frames
 from db.sets.curated import get_set, set_lines, set_summary, write_lines
 from mvp_core.errors import UserError
@@ -51,6 +55,7 @@ def export_set(session: Session, name: str, fmt: str, out: Path, data_dir: Path,
     cs = get_set(session, name)
     lines = set_lines(session, name)
     records = [json.loads(line) for line in lines]
+    tags = puzzle_tags(session, [r["id"] for r in records])
     data_dir = Path(data_dir)
     missing = [u for r in records for u in [f["uri"] for f in r["frames"]] + [o["uri"] for o in r["options"]]
                if not (data_dir / u).is_file()]
@@ -62,14 +67,14 @@ def export_set(session: Session, name: str, fmt: str, out: Path, data_dir: Path,
     if fmt == "jsonl":
         write_lines(lines, out / RECORDS)
         manifest = {**set_summary(cs), "created_at": cs.created_at.isoformat(), "format": "mvp-jsonl/1",
-                    "splits": counts}
+                    "splits": counts, "tags": tags}
         (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True))
         copy_frames(records, data_dir, out)
         files, features = {}, None     # the studio's own snapshot: `mvp import` reads it, not `datasets`
     elif fmt == "hf":
-        files, features = _export_hf(records, data_dir, out)
+        files, features = _export_hf(records, data_dir, out, tags)
     else:
-        files, features = _export_rows(fmt, records, data_dir, out, cs.content_hash)
+        files, features = _export_rows(fmt, records, data_dir, out, cs.content_hash, tags)
     made = {"min_distractors": cs.min_distractors, "n_excluded": cs.n_excluded, "params": cs.params,
             "frozen_at": cs.created_at.isoformat()}
     (out / "README.md").write_text(card(name=cs.name, fmt=fmt, content_hash=cs.content_hash, data_files=files,
@@ -104,7 +109,7 @@ def _inferred_features(rows: list[dict]) -> list:
     return _features_yaml(Features.from_arrow_schema(pa.Table.from_pylist(rows).schema))
 
 
-def _export_hf(records: list[dict], data_dir: Path, out: Path) -> tuple[dict, list]:
+def _export_hf(records: list[dict], data_dir: Path, out: Path, tags: dict[str, list[str]]) -> tuple[dict, list]:
     from datasets import Dataset, Features, Image, List, Value
 
     def img(uri):   # embedded bytes: the parquet file is self-contained
@@ -120,20 +125,27 @@ def _export_hf(records: list[dict], data_dir: Path, out: Path) -> tuple[dict, li
             "options": [img(o["uri"]) for o in r["options"]],
             "option_labels": [o["label"] for o in r["options"]],
             "option_kinds": [o["kind"] for o in r["options"]],
-            "answer": list(r["answer"]), "record": json.dumps(r, sort_keys=True)})
+            "answer": list(r["answer"]), "record": json.dumps(r, sort_keys=True),
+            "tags": tags.get(r["id"], [])})
     feats = Features({"id": Value("string"), "video_id": Value("string"), "split": Value("string"),
                       "problem": Value("string"),
                       "context_before": List(Image()), "context_after": List(Image()),
                       "options": List(Image()), "option_labels": List(Value("string")),
                       "option_kinds": List(Value("string")), "answer": List(Value("string")),
-                      "record": Value("string")})
+                      "record": Value("string"), "tags": List(Value("string"))})
     (out / "data").mkdir()
     for split, split_rows in rows.items():
         Dataset.from_list(split_rows, features=feats).to_parquet(str(out / "data" / f"{split}-00000-of-00001.parquet"))
     return {k: f"data/{k}-*.parquet" for k in rows}, _features_yaml(feats)
 
 
-def _export_rows(fmt: str, records: list[dict], data_dir: Path, out: Path, chash: str) -> tuple[dict, list]:
+def _with_tags(row: dict, tags: list[str]) -> dict:
+    (row["extra_info"] if isinstance(row.get("extra_info"), dict) else row)["tags"] = tags
+    return row
+
+
+def _export_rows(fmt: str, records: list[dict], data_dir: Path, out: Path, chash: str,
+                 tags: dict[str, list[str]]) -> tuple[dict, list]:
     """The engine formats; (split -> file, the rows' features) for the card."""
     if fmt == "video-r1":       # one storyboard per puzzle; the frames themselves are not needed
         (out / "storyboards").mkdir()
@@ -143,7 +155,8 @@ def _export_rows(fmt: str, records: list[dict], data_dir: Path, out: Path, chash
         copy_frames(records, data_dir, out)
     rows: dict[str, list[dict]] = {}
     for i, r in enumerate(records):
-        rows.setdefault(split_name(r), []).append(BUILDERS[fmt](r, i, chash, lambda u: f"./{u}"))
+        rows.setdefault(split_name(r), []).append(
+            _with_tags(BUILDERS[fmt](r, i, chash, lambda u: f"./{u}"), tags.get(r["id"], [])))
     if fmt in ("video-r1", "llamafactory"):
         files = {split: f"{split}.json" for split in rows}
         for split, split_rows in rows.items():

@@ -37,6 +37,7 @@ class Page:
 # In navigation order.
 PAGES: tuple[Page, ...] = (
     Page("curate", "Curate", "curate", frozenset(ROLES), scripts=("curate.js", "hotkeys.js"), api=True),
+    Page("gallery", "Gallery", "gallery", frozenset(ROLES), scripts=("gallery.js",), api=True),
     Page("datasets", "Data", "data", RESEARCH, api=True),
     Page("rollouts", "Rollouts", "rollouts", RESEARCH, scripts=("rollouts.js",), api=True),
     Page("stats", "Stats", "stats", RESEARCH),

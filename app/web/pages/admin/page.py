@@ -1,5 +1,6 @@
-"""The admin page: list users, add one (with a role and a password), change a role, reset a password,
-disable / enable / delete an account (sessions end at once) and unlock a name locked by failed logins.
+"""The admin page: the curation overview (per curator and per video); list users, add one (with a
+role and a password), change a role, reset a password, disable / enable / delete an account
+(sessions end at once) and unlock a name locked by failed logins.
 Admins only: the page is refused at the HTTP layer for other roles and every handler re-checks.
 A bad input is one line in the message box and nothing else changes (app.web.common.keep_state)."""
 from __future__ import annotations
@@ -87,9 +88,21 @@ def unlock(ctx: WebContext, name: str) -> str:
     return f"{name} unlocked ({n} failed login{'s' if n != 1 else ''} forgotten)"
 
 
+def overview_html(ctx: WebContext) -> str:
+    """Curation at a glance: per curator and per video (db/review/overview.py)."""
+    from app.web.templating import render
+    from db.review import overlap_k
+    from db.review.overview import curator_overview, video_overview
+    with ctx.Session() as s:
+        return render("admin_overview.html", k=overlap_k(s), curators=curator_overview(s), videos=video_overview(s))
+
+
 def build(ctx: WebContext) -> gr.Blocks:
     with gr.Blocks(title="MVP Studio · Admin") as demo:
         nav = gr.HTML()
+        gr.Markdown("## Curation overview")
+        overview = gr.HTML(elem_id="admin-overview")
+        b_overview = gr.Button("Refresh the overview", elem_id="admin-overview-refresh", size="sm")
         gr.Markdown("## Users")
         table = gr.Dataframe(headers=["name", "role", "status", "created"], interactive=False,
                              elem_id="admin-users")
@@ -110,8 +123,13 @@ def build(ctx: WebContext) -> gr.Blocks:
 
         def on_load(request: gr.Request):
             with guard(ctx, request, PAGE):
-                return nav_html(ctx, request.username, PAGE), users_table(ctx)
-        demo.load(on_load, None, [nav, table])
+                return nav_html(ctx, request.username, PAGE), users_table(ctx), overview_html(ctx)
+        demo.load(on_load, None, [nav, table, overview])
+
+        def on_overview(request: gr.Request):
+            with guard(ctx, request, PAGE):
+                return overview_html(ctx)
+        b_overview.click(on_overview, None, [overview], api_name="overview")
 
         def on_add(n, r, pw, request: gr.Request):
             with guard(ctx, request, PAGE):

@@ -7,21 +7,16 @@ always used, so verdicts still go through `db.review` (leases, append-only histo
 
 Access: these paths are under /curate, so the app's middleware already refused anyone whose role may
 not curate (401/403); each handler checks the role again (`Auth.require`) before touching the
-database. Only `application/json` bodies are accepted (other sites' forms cannot send them, and the
-app's guard refuses cross-origin posts), at most `app.web.limits.MAX_JSON_BYTES` and nested at most
-`MAX_JSON_DEPTH` deep. Verdicts and option verdicts are taken only on a puzzle leased to the curator or
-one they judged before (`db.review.check_may_judge`). Bad input gets 400 with one line, `{"error": ...}`."""
+database; the checks of every request are app/web/json_api.py's. Verdicts and option verdicts are
+taken only on a puzzle leased to the curator or one they judged before (`db.review.check_may_judge`).
+Bad input gets 400 with one line, `{"error": ...}`."""
 from __future__ import annotations
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
-from starlette.concurrency import run_in_threadpool
-
+from fastapi import FastAPI
 from sqlalchemy.orm import sessionmaker
 
-from app.web.auth import Forbidden
 from app.web.common import WebContext
-from app.web.limits import BadBody, read_json
+from app.web.json_api import add_action_routes
 from app.web.pages.curate.page import MAX_KEYS, PAGE, CurateActions, new_state
 from db.models.curation import REASON_CODES
 from mvp_core.errors import UserError
@@ -148,30 +143,5 @@ def register(app: FastAPI, ctx: WebContext) -> None:
     from db.engine import read_engine
     act = CurateActions(ctx)
     Read = sessionmaker(read_engine(ctx.Session.kw["bind"]))
-
-    @app.post(PREFIX + "/{action}", include_in_schema=False)
-    async def curate_api(action: str, request: Request):
-        user = getattr(request.state, "user", None)      # set by app.web.guards from the session
-        name = None if user is None else user.name
-        if name is None:
-            return JSONResponse({"error": "not logged in"}, status_code=401)
-        try:
-            uid = ctx.auth.require(name, PAGE)
-        except Forbidden as e:
-            return JSONResponse({"error": f"forbidden: {e}"}, status_code=403)
-        if action not in ACTIONS:
-            return JSONResponse({"error": f"no action {action!r}"}, status_code=404)
-        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
-            return JSONResponse({"error": "bad request: send JSON (Content-Type: application/json)"},
-                                status_code=415)
-        try:
-            body = await read_json(request)
-        except BadBody as e:
-            return JSONResponse({"error": str(e)}, status_code=e.status)
-        if not isinstance(body, dict):
-            return JSONResponse({"error": "bad request: the body must be a JSON object"}, status_code=400)
-        try:
-            out = await run_in_threadpool(_dispatch, act, Read, uid, action, body)
-        except UserError as e:
-            return JSONResponse({"error": str(e)}, status_code=400)
-        return JSONResponse(out, headers={"Cache-Control": "no-store"})
+    add_action_routes(app, ctx, PAGE, PREFIX, ACTIONS,
+                      lambda uid, _name, action, body: _dispatch(act, Read, uid, action, body))

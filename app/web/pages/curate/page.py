@@ -66,7 +66,8 @@ class CurateActions:
     def render(self, s, uid: int, pid: str | None, filtered: bool = False) -> str:
         """The puzzle view's HTML for `pid` as this curator sees it: blind until they answered it."""
         from db.review.human import answer_of
-        p, ovs, mine, status, ans, vname = None, {}, None, "pending", None, ""
+        from db.review.tags import notes_of
+        p, ovs, mine, status, ans, vname, notes = None, {}, None, "pending", None, "", None
         row = s.get(PuzzleRow, pid) if pid else None
         if row is not None:
             p = Puzzle.from_dict(json.loads(row.record_json))
@@ -82,7 +83,8 @@ class CurateActions:
             status = st.status if st is not None else "pending"
             vpath = s.scalar(select(Video.path).where(Video.id == row.video_id))
             vname = (vpath or "").rsplit("/", 1)[-1]
-        return puzzle_html(p, ovs, mine, status, ans, vname, NOTHING_MATCHES if filtered else NOTHING_LEFT)
+            notes = notes_of(s, pid)
+        return puzzle_html(p, ovs, mine, status, ans, vname, NOTHING_MATCHES if filtered else NOTHING_LEFT, notes)
 
     def view(self, s, uid: int, state: dict, msg: str = "", kind: str = "info") -> dict:
         """What the page shows after an action: the state, the current puzzle's HTML, a message, and
