@@ -37,10 +37,12 @@ def corruption(exc: BaseException) -> str | None:
     """The one line for a damaged database anywhere in `exc`'s chain (SQLite's "database disk image is
     malformed" / "file is not a database", PostgreSQL's data_corrupted / index_corrupted), else None."""
     for e in _chain(exc):
-        code = getattr(e, "sqlite_errorcode", None)
-        if type(e).__module__.startswith("sqlite3") and (((code or 0) & 0xFF) in _SQLITE_CORRUPT or str(e).lower().startswith(
-                ("database disk image is malformed", "file is not a database"))):
-            return DAMAGED.format(what=f"SQLite: {str(e).strip()}")
+        if type(e).__module__.startswith("sqlite3"):
+            code = (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF      # the primary code
+            text = str(e).strip()
+            if code in _SQLITE_CORRUPT or text.lower().startswith(("database disk image is malformed",
+                                                                   "file is not a database")):
+                return DAMAGED.format(what=f"SQLite: {text}")
         state = getattr(e, "sqlstate", None)
         if state in _PG_CORRUPT:
             return DAMAGED.format(what=f"PostgreSQL {state} {_PG_CORRUPT[state]}")
