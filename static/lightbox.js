@@ -1,6 +1,6 @@
 // Frames at full size, on every page (docs/web.md, "Frames at full size"). A frame opens large when
-// it is clicked or tapped inside a container marked `data-lightbox` (a filmstrip, a gallery card's
-// strip), or when a card's zoom button (.mvp-zoom) is pressed (an option card itself picks the
+// it is clicked or tapped in a container marked `data-lightbox` (a filmstrip, a gallery card's
+// strip; not the frames in the gap: there a tap takes a pick back), or when a card's zoom button (.mvp-zoom) is pressed (an option card itself picks the
 // option, so it does not open anything). In the lightbox: arrows or a swipe move through the
 // container's frames, Escape closes. Opened on a candidate (an option of a puzzle), the frames
 // around the gap stand on each side of it, and "Compare" (c) shows two candidates side by side, each
@@ -118,10 +118,11 @@
       open(pool.map(frameOf), pool.indexOf(fig), gapNeighbours(fig));
       return;
     }
-    const fig = e.target.closest("[data-lightbox] figure[data-full]");
+    // a strip's own frames only: a frame inside the gap is the curator's pick, which a tap takes back
+    const fig = e.target.closest("[data-lightbox] > figure[data-full]");
     if (fig) {
       e.preventDefault();
-      const all = [...fig.closest("[data-lightbox]").querySelectorAll("figure[data-full]")];
+      const all = [...fig.parentElement.querySelectorAll(":scope > figure[data-full]")];
       open(all.map(frameOf), all.indexOf(fig), null);
     }
   }, true);

@@ -205,7 +205,7 @@ def test_every_page_is_legible_in_both_themes(web_app, browser, theme):
     ctx, page = login(browser, web_app, "ada", path=f"/curate/?__theme={theme}")
     page.wait_for_selector("#mvp-puzzle", timeout=30000)
     checked = 0
-    for name in ("curate", "datasets", "rollouts", "stats", "train", "admin"):
+    for name in ("curate", "gallery", "datasets", "rollouts", "stats", "train", "admin"):
         page.goto(f"{web_app.url}/{name}/?__theme={theme}")
         page.wait_for_selector(".mvp-nav", timeout=30000)
         page.wait_for_timeout(1500)
