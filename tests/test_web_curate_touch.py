@@ -90,10 +90,24 @@ def test_curate_by_mouse_and_touch(web_app, browser, fresh_curator, mode):
 
     _press(page, mode, "#btn-accept")
     assert wait_new(page, pid) != pid
-    from db.models.curation import PuzzleVerdict
-    with web_app.Session() as s:
-        assert s.query(PuzzleVerdict).filter_by(user_id=uid, puzzle_id=pid).one().verdict == "accept"
+    # the next puzzle is painted before the verdict's request is answered (the page does not wait for
+    # it), so the stored verdict is awaited, not read at once
+    assert _puzzle_verdict(web_app, uid, pid) == "accept"
     ctx.close()
+
+
+def _puzzle_verdict(web_app, uid, pid, wait_s: float = 15.0):
+    """The stored verdict on `pid` by `uid`, polled until it lands or `wait_s` passes (then None)."""
+    import time
+
+    from db.models.curation import PuzzleVerdict
+    deadline = time.monotonic() + wait_s
+    while True:
+        with web_app.Session() as s:
+            row = s.query(PuzzleVerdict).filter_by(user_id=uid, puzzle_id=pid).one_or_none()
+        if row is not None or time.monotonic() > deadline:
+            return None if row is None else row.verdict
+        time.sleep(0.1)
 
 
 def test_curate_at_phone_width(web_app, browser, fresh_curator):
