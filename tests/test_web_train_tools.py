@@ -101,3 +101,43 @@ def test_a_stopped_run_resumes_from_its_checkpoint(named_studio, stopped_run, br
         shot(page, f"train-resume-{width}")
     finally:
         ctx.close()
+
+
+def test_smoothing_is_tensorboards_debiased_moving_average():
+    import pandas as pd
+
+    from app.web.pages.train.explore import smooth
+    vals = [1.0, 3.0, 2.0, 5.0, 4.0]
+    assert smooth(vals, 0.0) == vals
+    want = pd.Series(vals).ewm(alpha=1 - 0.8, adjust=True).mean().tolist()
+    assert smooth(vals, 0.8) == pytest.approx(want)
+
+
+LINES = "#train-x-plot g.mark-line path"      # Vega draws one path per series of a line mark
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_explore_a_metric_hover_and_hide_a_run(named_studio, browser, width):
+    ctx, page = login(browser, named_studio.url, "rhea", path="/train/")
+    try:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_selector("#train-x-plot svg.marks", timeout=60000)
+        _pick(page, "train-x-metric", "loss")
+        _wait(page, f"document.querySelectorAll({json.dumps(LINES)}).length === 2")   # one line per run
+        page.locator("#train-x-plot").scroll_into_view_if_needed()
+        box = page.locator("#train-x-plot svg.marks").bounding_box()
+        seen = ""
+        for fx in (0.15, 0.3, 0.5, 0.7, 0.85):            # hover: a point's run, step and value
+            page.mouse.move(box["x"] + box["width"] * fx, box["y"] + box["height"] * 0.5)
+            page.wait_for_timeout(300)
+            tip = page.query_selector("#vg-tooltip-element.visible")
+            if tip and "loss" in tip.inner_text():
+                seen = tip.inner_text()
+                break
+        assert seen and ("a-sft" in seen or GRPO in seen) and "step" in seen, seen
+        # hide a run
+        page.locator("#train-x-runs label", has_text=SFT).click()
+        _wait(page, f"document.querySelectorAll({json.dumps(LINES)}).length === 1")
+        shot(page, f"train-explore-{width}")
+    finally:
+        ctx.close()

@@ -41,7 +41,7 @@ from mvp_core.roots import inside_roots
 ROOT = Path(__file__).resolve().parents[2]   # the repository root
 DEFAULT_CONFIG = resources.config("web.yaml")   # trains on the real MVP reward
 SFT_CONFIG = resources.config("web-sft.yaml")
-KINDS = ("train", "rollout", "eval", "synth", "steer")
+KINDS = ("train", "rollout", "eval", "synth", "steer", "playground")
 # Stop: SIGTERM, then SIGKILL after this long. A trainer saves its checkpoint between steps; one stuck
 # in a long generation (or ignoring SIGTERM) is killed, so Stop always ends a run within seconds.
 STOP_GRACE_S = 5.0

@@ -20,7 +20,7 @@ import gradio as gr
 
 from app.web.common import WebContext, esc, guard, msg_html, nav_html
 from app.web.pages.rollouts import eval as rollouts_eval, steer as rollouts_steer
-from app.web.pages.rollouts import table as rollouts_table
+from app.web.pages.rollouts import playground as rollouts_playground, table as rollouts_table
 from app.web.pages.stats import eval as stats_eval
 from app.web.pages.rollouts.view import group_html, puzzle_html, run_html
 from db.runs import rollout_views as rd
@@ -220,6 +220,7 @@ def build(ctx: WebContext) -> gr.Blocks:
     with gr.Blocks(title="MVP Studio · Rollouts") as demo:
         ui = build_controls()
         table = rollouts_table.build_table()     # every puzzle's answers; a row opens it in the view above
+        playground = rollouts_playground.build_playground()
         # steered vs unsteered answer of the left version (docs/steer.md); `ckpt` is a source key,
         # which rollout_views.record_seen / run_info take like a run id
         steer_load = rollouts_steer.build_panel(ctx, ui.ckpt, ui.puzzle, db_url)
@@ -228,6 +229,7 @@ def build(ctx: WebContext) -> gr.Blocks:
         loaded = wire(demo, ui, RolloutsHandlers(ctx))
         rollouts_table.wire_table(table, rollouts_table.TableHandlers(ctx), ui.ckpt, ui.video, ui.puzzle,
                                   ui.selection, loaded, ui.refresh)
+        rollouts_playground.wire_playground(playground, ctx, ui.ckpt, ui.puzzle)
         loaded.then(panel.load, None, panel.load_outputs).then(eval_fill, None, eval_outputs).then(
             steer_load[0], None, steer_load[1])
         ui.refresh.click(eval_fill, None, eval_outputs)

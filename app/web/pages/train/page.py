@@ -314,14 +314,17 @@ class TrainHandlers:
 
 def build(ctx: WebContext) -> gr.Blocks:
     """The page: the navigation bar, the form, the live charts and the past runs, with their events."""
-    from app.web.pages.train import compare as train_compare, resume as train_resume, runs as train_runs
+    from app.web.pages.train import compare as train_compare, explore as train_explore
+    from app.web.pages.train import resume as train_resume, runs as train_runs
     with gr.Blocks(title="MVP Studio · Train") as page:
         nav = gr.HTML()
         f = build_form()
         runs_ui = train_runs.build_runs_section(ctx)
+        explore_ui = train_explore.build_explore()
         resume_ui = train_resume.build_resume()
         compare_ui = train_compare.build_compare()
         h = TrainHandlers(ctx)
+        train_explore.wire_explore(explore_ui, ctx, page)
         train_resume.wire_resume(resume_ui, ctx, page)
         train_compare.wire_compare(compare_ui, ctx, page)
 

@@ -1,0 +1,62 @@
+"""The Rollouts playground at 1280 and 390 px (fixtures_web_named_runs: a GRPO checkpoint holding a
+real tiny model): pick the version and puzzle above, choose G, temperature and max new tokens,
+sample as a background job, and see each answer's reasoning and score; bad settings are one line."""
+from __future__ import annotations
+
+import pytest
+from fixtures_web import login, shot
+
+from app.web.pages.rollouts.playground import settings
+from mvp_core.errors import UserError
+
+pytestmark = [pytest.mark.browser]
+
+
+def test_settings_are_validated():
+    assert settings(3, 0.7, 16) == (3, 0.7, 16)
+    for bad, word in (((0, 1.0, 8), "G must be in"), ((2.5, 1.0, 8), "G"), ((2, 0.0, 8), "temperature"),
+                      ((2, 1.0, 10 ** 6), "max new tokens")):
+        with pytest.raises(UserError, match=word):
+            settings(*bad)
+
+
+def _open(page, width: int) -> None:
+    page.set_viewport_size({"width": width, "height": 900})
+    page.wait_for_selector("#ro-left .mvp-answer-row", timeout=60000)     # the panes (the script)
+    page.wait_for_function("document.querySelector('#ro-puzzle input')?.value", timeout=60000)   # the pickers
+    page.locator("#ro-pg button.label-wrap, #ro-pg > button").first.click()
+    page.wait_for_selector("#ro-pg-run", state="visible", timeout=30000)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_playground_samples_the_left_version_on_the_puzzle(named_studio, browser, width):
+    ctx, page = login(browser, named_studio.url, "rhea", path="/rollouts/")
+    try:
+        _open(page, width)
+        pid = page.input_value("#ro-puzzle input").split(" ")[0]
+        page.fill("#ro-pg-g input", "2")
+        page.fill("#ro-pg-temp input", "0.7")
+        page.fill("#ro-pg-max input", "8")
+        page.click("#ro-pg-run")
+        page.wait_for_selector("#ro-pg-status [data-done]", timeout=240000)
+        assert page.get_attribute("#ro-pg-status [data-done]", "data-done") == "1", page.inner_text("#ro-pg-status")
+        rows = page.locator("#ro-pg-answers .mvp-answer-row")
+        assert rows.count() == 2
+        text = page.inner_text("#ro-pg-answers")
+        assert pid in text and "format" in text and "exact" in text        # each answer's score
+        shot(page, f"rollouts-playground-{width}")
+    finally:
+        ctx.close()
+
+
+def test_bad_settings_are_one_line(named_studio, browser):
+    ctx, page = login(browser, named_studio.url, "rhea", path="/rollouts/")
+    try:
+        _open(page, 1280)
+        page.fill("#ro-pg-temp input", "5")
+        page.click("#ro-pg-run")
+        page.wait_for_function("document.querySelector('#ro-pg-msg')?.innerText.includes('temperature must be in')",
+                               timeout=30000)
+        assert len(page.inner_text("#ro-pg-msg").strip().splitlines()) == 1
+    finally:
+        ctx.close()
