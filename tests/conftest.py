@@ -30,8 +30,8 @@ FIXTURE_MARKS = {"browser": "browser", "web_app": "serve", "sec_server": "serve"
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 
 if WORKER:
-    # Two workers share the 2 cores: two OpenMP threads each would spin against each other (docs/BENCHMARKS.md,
-    # "The test suite"); the `mvp` subprocesses already run on one (testkit/cli.py).
+    # Two workers share the 2 cores: two OpenMP threads each would spin against each other (the reason
+    # tests/fixtures_model.py torch_one_thread gives); the `mvp` subprocesses already run on one (testkit/cli.py).
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
