@@ -4,8 +4,8 @@ Each is pytest's own run from this checkout; the line per variant gives minutes,
 the load average around it (the 2-core machine is often shared; read minutes beside it).
 
 Usage: .venv/bin/python bench/suite_time.py [--variants serial,parallel,fast] [--workers 2] [--json OUT]
-Run scripts/setup_tests.sh first (the runs time pytest only, not the setup). The whole set takes
-serial + parallel + fast: about 21 + 12 + 3 minutes on an idle 2-core machine."""
+Run scripts/setup_tests.sh first (the runs time pytest only, not the setup). The serial suite alone took
+21 min on the idle 2-core machine (docs/BENCHMARKS.md, "The demo" row); the whole set takes its three runs."""
 from __future__ import annotations
 
 import argparse

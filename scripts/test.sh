@@ -4,14 +4,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup_tests.sh
 # --fast: the subset to run before each commit (README): no test marked slow, browser or serve (tests/conftest.py).
-# The whole suite and --fast run in MVP_TEST_WORKERS processes (2 by default; pytest-xdist, one file per worker
-# at a time, so a file's module fixtures are built once); with other arguments pytest runs as given.
+# MVP_TEST_WORKERS=N runs the whole suite or --fast in N processes (pytest-xdist, one file per worker at a time,
+# so a file's module fixtures are built once); 1 by default; with other arguments pytest runs as given.
 mode=()
 if [ "${1:-}" = "--fast" ]; then
   shift
   mode=(-m "not slow and not browser and not serve")
 fi
-if [ "$#" -eq 0 ] && [ "${MVP_TEST_WORKERS:-2}" -gt 1 ]; then
-  mode+=(-n "${MVP_TEST_WORKERS:-2}" --dist loadfile)
+if [ "$#" -eq 0 ] && [ "${MVP_TEST_WORKERS:-1}" -gt 1 ]; then
+  mode+=(-n "$MVP_TEST_WORKERS" --dist loadfile)
 fi
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "${mode[@]}" "$@"

@@ -1,6 +1,6 @@
 """Data that several session fixtures (and, under pytest-xdist, several worker processes) need is
-built once per pytest run and reused: the `mvp synth` outputs and exports cost tens of seconds each
-on the 2-core machine (docs/BENCHMARKS.md, "The test suite"). A fixture that changes what it got
+built once per pytest run and reused: an `mvp synth` run costs tens of seconds on the 2-core machine.
+A fixture that changes what it got
 copies it first; the built directory itself is only read.
 
 pytest-xdist's own advice for a session fixture shared by workers is a lock file in the run's

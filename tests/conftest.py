@@ -26,19 +26,22 @@ def sample_videos() -> dict[str, Path]:
 # Fixtures that start `mvp serve` or drive Chromium: a test using one carries the marker, whether or not
 # its file says so (the fast subset leaves out slow, browser and serve).
 FIXTURE_MARKS = {"browser": "browser", "web_app": "serve", "sec_server": "serve", "studio": "serve",
-                 "named_studio": "serve", "bank_app": "serve"}
+                 "named_studio": "serve"}
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 
 if WORKER:
-    # Two workers share the 2 cores: two OpenMP threads each would spin against each other (docs/BENCHMARKS.md,
-    # "The test suite"); the `mvp` subprocesses already run on one (testkit/cli.py).
+    # Two workers share the 2 cores: two OpenMP threads each would spin against each other (the reason
+    # tests/fixtures_model.py torch_one_thread gives); the `mvp` subprocesses already run on one (testkit/cli.py).
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        defs = item._fixtureinfo.name2fixturedefs      # the fixture a name resolves to for this test
         for name in sorted(set(item.fixturenames) & FIXTURE_MARKS.keys()):
-            item.add_marker(FIXTURE_MARKS[name])
+            # only the shared fixtures of tests/fixtures_*.py: a test module may define its own of that name
+            if any(d.func.__module__.startswith("fixtures_") for d in defs.get(name, ())[-1:]):
+                item.add_marker(FIXTURE_MARKS[name])
     if WORKER:
         # files holding slow tests first, so no long file starts last while the other worker idles
         # (a stable sort: each file keeps its own order, and every worker sorts alike as xdist requires)
