@@ -69,6 +69,20 @@ def pick(page, elem_id: str, text: str) -> None:
     page.locator("li[role=option]", has_text=text).first.click()
 
 
+def open_bank_panel(page) -> None:
+    """Open the bank panel once the page's load has filled it, unless that load opened it already (a
+    bank job, running or ended, re-attaches open after a reload)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    name = page.locator("#ro-bank-name")
+    for _ in range(3):          # the load may open it between a look and a click, which folds it again
+        try:
+            name.wait_for(state="visible", timeout=5000)
+            return
+        except PlaywrightTimeout:
+            page.get_by_text("Train a steering bank (background job)").click()
+    name.wait_for(state="visible", timeout=30000)
+
+
 def _open_rollouts(browser, url):
     ctx, page = login(browser, url, "rhea", path="/rollouts/")
     page.wait_for_selector("#ro-left .mvp-rollouts", timeout=60000)      # the run's answers: the page is up
@@ -78,7 +92,7 @@ def _open_rollouts(browser, url):
 def test_bank_job_from_the_page_then_applied_to_its_model(browser, bank_app):
     url, data, recs = bank_app
     ctx, page = _open_rollouts(browser, url)
-    page.get_by_text("Train a steering bank (background job)").click()
+    open_bank_panel(page)
     page.wait_for_function("document.querySelector('#ro-bank-split input')?.value === 'train'", timeout=30000)
     pick(page, "ro-bank-labels", "answers stored for this checkpoint")
     page.fill("#ro-bank-name input, #ro-bank-name textarea", "web-bank")
@@ -104,11 +118,10 @@ def test_bank_job_from_the_page_then_applied_to_its_model(browser, bank_app):
     bank = EnergyBank.load(data / "steer" / "web-bank.pt")
     assert bank.extra["run"] == RUN and bank.extra["split"] == "train" and bank.fingerprint
     assert (data / "steer" / "states" / "web-bank.pt").is_file()
-    # a reload re-attaches: the finished job and its table are shown again
+    # a reload re-attaches: the panel opens by itself with the finished job and its table drawn
     page.reload()
     page.wait_for_selector("#ro-left .mvp-rollouts", timeout=60000)
-    page.get_by_text("Train a steering bank (background job)").click()
-    page.wait_for_selector("#ro-bank-job[data-state='done'] #ro-bank-summary", timeout=30000)
+    page.wait_for_selector("#ro-bank-job[data-state='done'] #ro-bank-summary", state="visible", timeout=30000)
     # applied in the comparison panel to the model it was trained on: both answers appear
     page.get_by_text("Energy steering: steered vs unsteered answer").click()
     pick(page, "ro-steer-bank", "web-bank.pt")
@@ -146,7 +159,7 @@ def test_bank_of_another_model_is_refused_unless_overridden(browser, bank_app, t
     (data / "steer").mkdir(exist_ok=True)
     _foreign_bank(data, tiny_policy, "foreign-bank.pt")
     ctx, page = _open_rollouts(browser, url)
-    page.get_by_text("Train a steering bank (background job)").click()
+    open_bank_panel(page)
     listed = page.locator("#ro-bank-list tr[data-bank='foreign-bank.pt'] .mvp-bank-model")
     listed.wait_for(timeout=30000)
     assert listed.inner_text().strip() == "another-model"
@@ -179,7 +192,7 @@ def test_failed_bank_job_shows_its_one_line_at_phone_width(browser, bank_app):
     url, data, _ = bank_app
     ctx, page = _open_rollouts(browser, url)
     page.set_viewport_size({"width": 390, "height": 844})
-    page.get_by_text("Train a steering bank (background job)").click()
+    open_bank_panel(page)
     page.wait_for_function("document.querySelector('#ro-bank-split input')?.value === 'train'", timeout=30000)
     page.fill("#ro-bank-name input, #ro-bank-name textarea", "greedy-bank")
     page.fill("#ro-bank-epochs input", "2")
@@ -219,7 +232,7 @@ def test_bank_labels_are_counted_before_the_launch(browser, bank_app, width):
     _verdicts(data, recs, reject_odd=False)
     ctx, page = _open_rollouts(browser, url)
     page.set_viewport_size({"width": width, "height": 900 if width > 400 else 844})
-    page.get_by_text("Train a steering bank (background job)").click()
+    open_bank_panel(page)
     page.wait_for_function("document.querySelector('#ro-bank-split input')?.value === 'train'", timeout=30000)
     pick(page, "ro-bank-labels", "answers stored for this checkpoint")
     plan = page.locator("#ro-bank-plan[data-ok='1']")

@@ -48,6 +48,10 @@ def test_rollouts_open_on_the_checkpoint_beside_its_start_model(named_studio, br
         assert SFT_LABEL in page.inner_text("#ro-right h4")
         assert f"started from warm start SFT run {SFT} step 2" in page.inner_text("#ro-pane-info")
         assert "base model" not in page.inner_text("body")
+        # the reward terms fit their column (they ran over the total column at 1280 px)
+        over = page.eval_on_selector_all("#ro-pane-left .mvp-terms, #ro-pane-right .mvp-terms",
+                                         "els => els.filter(e => e.scrollWidth > e.clientWidth + 1).length")
+        assert over == 0, over
         shot(page, f"rollouts-names-{width}")
     finally:
         ctx.close()

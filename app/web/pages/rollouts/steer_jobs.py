@@ -208,7 +208,7 @@ def build_section(ctx: WebContext, db_url: str, bank_dropdown: gr.Dropdown, bank
     """The section's layout and events; `bank_dropdown` (the comparison panel's) gets the new bank
     when a job ends, `bank_choices(data_dir)` its choices."""
     from app.cli.steer_build import LABEL_SOURCES
-    with gr.Accordion("Train a steering bank (background job)", open=False, elem_id="ro-bank-panel"):
+    with gr.Accordion("Train a steering bank (background job)", open=False, elem_id="ro-bank-panel") as panel:
         with gr.Row():
             run = gr.Dropdown(label="Run (the model the bank is for)", choices=[], elem_id="ro-bank-run")
             ckpt = gr.Dropdown(label="Checkpoint", choices=[], elem_id="ro-bank-ckpt")
@@ -242,9 +242,11 @@ def build_section(ctx: WebContext, db_url: str, bank_dropdown: gr.Dropdown, bank
             with ctx.Session() as s:
                 runs = [r["id"] for r in list_runs(s) if r["model_path"]]
                 sets = [x["name"] for x in list_sets(s)]
+            # a bank job (running or ended) re-attaches open, its status drawn, after a reload
             return [gr.update(choices=runs, value=runs[0] if runs else None),
                     gr.update(choices=sets, value=sets[-1] if sets else None), job_html(ctx.data_dir),
-                    banks_html(bank_infos(ctx.data_dir)), gr.Timer(active=alive())]
+                    banks_html(bank_infos(ctx.data_dir)), gr.Timer(active=alive()),
+                    gr.update(open=True) if jobs.active(ctx.data_dir, KIND) is not None else gr.skip()]
 
     def on_run(run_id, request: gr.Request):
         with guard(ctx, request, PAGE):
@@ -289,4 +291,4 @@ def build_section(ctx: WebContext, db_url: str, bank_dropdown: gr.Dropdown, bank
     go.click(on_go, [run, ckpt, set_dd, split, labels, name, epochs, hidden, limit], [msg, status, timer],
              api_name="steer_bank_launch")
     timer.tick(on_tick, None, [status, listing, bank_dropdown, timer], show_progress="hidden")
-    return BankSection(load=on_load, load_outputs=[run, set_dd, status, listing, timer])
+    return BankSection(load=on_load, load_outputs=[run, set_dd, status, listing, timer, panel])
