@@ -14,7 +14,7 @@ import gradio as gr
 from sqlalchemy import select
 
 from app.web import jobs
-from app.web.common import WebContext, esc, form_number, guard, msg_html
+from app.web.common import WebContext, esc, form_number, guard, msg_html, whole_number
 from db.runs import rollout_views as rd
 from mvp_core.errors import UserError
 
@@ -65,9 +65,9 @@ def build_playground() -> PlaygroundUI:
     with gr.Accordion("Playground: sample the left version on this puzzle", open=False, elem_id="ro-pg"):
         with gr.Row():
             # the ranges are checked by `settings` (one line naming the field), not by the widgets
-            g = gr.Number(4, label=f"G (answers, 1-{jobs.MAX_G})", elem_id="ro-pg-g")
+            g = whole_number(4, f"G (answers, 1-{jobs.MAX_G})", elem_id="ro-pg-g")
             temperature = gr.Number(1.0, label=f"Temperature (0-{MAX_TEMPERATURE:g}]", elem_id="ro-pg-temp")
-            max_tokens = gr.Number(64, label="Max new tokens", elem_id="ro-pg-max")
+            max_tokens = whole_number(64, "Max new tokens", elem_id="ro-pg-max")
             run = gr.Button("Sample", variant="primary", elem_id="ro-pg-run")
         status = gr.HTML(elem_id="ro-pg-status")
         msg = gr.HTML(elem_id="ro-pg-msg")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import gradio as gr
 from pydantic import ValidationError
 
-from app.web.common import WebContext, guard, msg_html
+from app.web.common import WebContext, form_number, guard, msg_html, whole_number
 from db.runs import answers_table as at
 from db.runs import rollout_views as rd
 from mvp_core.errors import UserError
@@ -100,7 +100,7 @@ def build_table() -> TableUI:
                               label="Groups: means with 95% intervals resampling videos", wrap=True)
         with gr.Row():
             prev = gr.Button("Previous", size="sm", elem_id="ro-t-prev", scale=0)
-            page_no = gr.Number(1, precision=0, minimum=1, label="Page", elem_id="ro-t-page", scale=0)
+            page_no = whole_number(1, "Page", minimum=1, elem_id="ro-t-page", scale=0)
             nxt = gr.Button("Next", size="sm", elem_id="ro-t-next", scale=0)
             status = gr.HTML(elem_id="ro-t-status")
         rows = gr.Dataframe(headers=[h for _, h in PUZZLE_COLUMNS], interactive=False, elem_id="ro-t-rows",
@@ -128,7 +128,7 @@ class TableHandlers:
             if sort not in dict((k, k) for _, k in _sorts(level)):
                 sort = "puzzle"        # the level changed: its own first column
             try:
-                page_no = max(1, int(page_no or 1))
+                page_no = max(1, int(form_number("page", page_no, whole=True, default=1)))
                 q = at.AnswersQuery(level=level, sort=sort, descending=bool(descending), video=video or None,
                                     kind=kind or None, result=result or "any", search=(search or "").strip(),
                                     offset=(page_no - 1) * PAGE_ROWS, limit=PAGE_ROWS)
@@ -159,8 +159,16 @@ class TableHandlers:
                               visible=bool(group_by)),
                     ""]
 
-    def step(self, page_no, delta: int):
-        return max(1, int(page_no or 1) + delta)
+    def _step(self, page_no, request, delta: int):
+        """The page number after Previous (delta -1) or Next (+1); a page that is not whole is one line."""
+        with guard(self.ctx, request, PAGE):
+            return max(1, int(form_number("page", page_no, whole=True, default=1)) + delta)
+
+    def previous(self, page_no, request: gr.Request):
+        return self._step(page_no, request, -1)
+
+    def next(self, page_no, request: gr.Request):
+        return self._step(page_no, request, 1)
 
     def open_row(self, left, evt: gr.SelectData, request: gr.Request):
         """[video picker, puzzle picker] of the clicked row's puzzle (the view above then shows it)."""
@@ -205,8 +213,8 @@ def wire_table(t: TableUI, h: TableHandlers, left: gr.Dropdown, video: gr.Dropdo
         c.input(lambda: 1, None, t.page_no, queue=False).then(h.fill, inputs, t.outputs, **fast)
     t.search.submit(lambda: 1, None, t.page_no, queue=False).then(h.fill, inputs, t.outputs, **fast)
     t.page_no.submit(h.fill, inputs, t.outputs, **fast)
-    t.prev.click(lambda n: h.step(n, -1), t.page_no, t.page_no, queue=False).then(h.fill, inputs, t.outputs, **fast)
-    t.next.click(lambda n: h.step(n, 1), t.page_no, t.page_no, queue=False).then(h.fill, inputs, t.outputs, **fast)
+    t.prev.click(h.previous, t.page_no, t.page_no, queue=False).then(h.fill, inputs, t.outputs, **fast)
+    t.next.click(h.next, t.page_no, t.page_no, queue=False).then(h.fill, inputs, t.outputs, **fast)
     loaded.then(h.fill, inputs, t.outputs, **fast)
     refresh.click(h.fill, inputs, t.outputs, **fast)
     t.rows.select(h.open_row, [left], [video, puzzle], show_progress="hidden").then(None, selection, None, js=OPEN_JS)
