@@ -371,7 +371,7 @@ def test_rollouts_page_shows_the_imported_run_beside_a_studio_run(capsys, studio
         page.wait_for_selector("li[role=option]", timeout=30000)
         listed = page.locator("li[role=option]").all_inner_texts()
         assert any("verl-page · step 4 · verl from model" in x for x in listed), listed
-        assert any("verl-page · start:" in x for x in listed) and any("studio-run" in x for x in listed), listed
+        assert any("verl-page · model:" in x for x in listed) and any("studio-run" in x for x in listed), listed
         left, right = source_key("verl-page", ck), source_key("studio-run", None)
         r = page.request.get(f"{srv.url}/rollouts/api/view?left={quote(left)}&right={quote(right)}&puzzle={pid}")
         assert r.status == 200, r.text()
@@ -382,7 +382,7 @@ def test_rollouts_page_shows_the_imported_run_beside_a_studio_run(capsys, studio
         # the newest version opens on the left: the imported run's last step, beside its start model
         page.keyboard.press("Escape")
         assert "verl-page · step 4" in page.inner_text("#ro-left h4")
-        page.wait_for_selector("#ro-right h4:has-text('verl-page · start:')", timeout=30000)
+        page.wait_for_selector("#ro-right h4:has-text('verl-page · model:')", timeout=30000)
         shot(page, "rollouts-imported-run")
         ctx.close()
     finally:

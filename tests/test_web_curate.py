@@ -12,10 +12,12 @@ from db.models import utcnow
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-def test_solve_first_then_vet(web_app, browser):
+def test_solve_first_then_vet(web_app, browser, fresh_curator):
+    # a curator of its own: the shared one's queue depends on what earlier tests judged
     from db.models.curation import OptionVerdict, PuzzleVerdict
     from db.models.human import HumanAnswer
-    ctx, page = login(browser, web_app, "cora", path="/curate/")
+    name, password = fresh_curator
+    ctx, page = login(browser, web_app, name, password, path="/curate/")
     api = watch_api(page)
     page.wait_for_selector("#mvp-puzzle[data-phase=answer]", timeout=30000)
     page.wait_for_function("() => window.mvpHotkeysInstalled && window.mvpCurate")
@@ -82,7 +84,7 @@ def test_solve_first_then_vet(web_app, browser):
 
     assert_no_leak(web_app, api)
     assert sum(a["action"] == "answer" for a in api) == 2
-    uid = web_app.user_id("cora")
+    uid = web_app.user_id(name)
     with web_app.Session() as s:
         ans = {a.puzzle_id: a for a in s.scalars(select(HumanAnswer).where(HumanAnswer.user_id == uid))}
         pv = {v.puzzle_id: v.verdict for v in s.scalars(select(PuzzleVerdict).where(PuzzleVerdict.user_id == uid))}

@@ -28,7 +28,7 @@ def test_researcher_sees_a_videos_rollouts(web_app, browser):
     pid = pids[-1]
     pick(page, "ro-puzzle", pid)
     # the page opens on the run's checkpoint (left) beside the model the run started from (right)
-    page.wait_for_selector(f"#ro-right .mvp-rollouts h4:has-text('{pid} · {RUN_ID} · start:')", timeout=15000)
+    page.wait_for_selector(f"#ro-right .mvp-rollouts h4:has-text('{pid} · {RUN_ID} · model:')", timeout=15000)
     assert f"{RUN_ID} · step 5" in page.inner_text("#ro-left h4")
     rows = page.locator("#ro-right .mvp-answer-row")
     assert rows.count() == G
@@ -98,18 +98,18 @@ def test_switching_runs_with_the_same_puzzle_shows_the_new_runs_answers(web_app,
     try:
         page.wait_for_selector("#ro-right .mvp-answer-row", timeout=30000)
         assert f"{RUN_ID} · step 5" in page.inner_text("#ro-left h4")
-        assert f"{RUN_ID} · start:" in page.inner_text("#ro-right h4")
+        assert f"{RUN_ID} · model:" in page.inner_text("#ro-right h4")
         pid = page.locator("#ro-puzzle-view").get_attribute("data-puzzle-id")
-        pick(page, "ro-ckpt", f"{other} · start:")
-        page.wait_for_selector(f"#ro-left h4:has-text('{other} · start:')", timeout=15000)
+        pick(page, "ro-ckpt", f"{other} · model:")
+        page.wait_for_selector(f"#ro-left h4:has-text('{other} · model:')", timeout=15000)
         page.wait_for_selector(f"#ro-right h4:has-text('{other} · step 3')", timeout=15000)
         assert page.locator("#ro-puzzle-view").get_attribute("data-puzzle-id") == pid     # the same puzzle id
         assert "step 3" in page.input_value("#ro-ckpt2 input") and other in page.input_value("#ro-ckpt2 input")
         for side in ("left", "right"):
             thinks = page.locator(f"#ro-{side} .mvp-think").all_inner_texts()
             assert len(thinks) == G and all(t.startswith(other) for t in thinks), (side, thinks)
-        pick(page, "ro-ckpt", f"{RUN_ID} · start:")
-        page.wait_for_selector(f"#ro-left h4:has-text('{RUN_ID} · start:')", timeout=15000)
+        pick(page, "ro-ckpt", f"{RUN_ID} · model:")
+        page.wait_for_selector(f"#ro-left h4:has-text('{RUN_ID} · model:')", timeout=15000)
         page.wait_for_selector(f"#ro-right h4:has-text('{RUN_ID} · step 5')", timeout=15000)
         assert not any(t.startswith(other) for t in page.locator("#ro-right .mvp-think").all_inner_texts())
     finally:
@@ -130,8 +130,8 @@ def test_zero_variance_group_is_flagged(web_app, browser):
         assert review.puzzle_status(s, first)["status"] in ("accepted", "disputed")
     ctx, page = login(browser, web_app, "rhea", path="/rollouts/")
     page.wait_for_selector(".mvp-answer-row", timeout=30000)
-    pick(page, "ro-ckpt", f"{RUN_ID} · start:")               # the start model's group is the identical one
-    page.wait_for_selector(f"#ro-left h4:has-text('{RUN_ID} · start:')", timeout=15000)
+    pick(page, "ro-ckpt", f"{RUN_ID} · model:")               # the start model's group is the identical one
+    page.wait_for_selector(f"#ro-left h4:has-text('{RUN_ID} · model:')", timeout=15000)
     pick(page, "ro-video", vpath.rsplit("/", 1)[-1])
     pick(page, "ro-puzzle", first)
     page.wait_for_selector("#ro-left [data-zero-variance]", timeout=15000)
