@@ -97,7 +97,7 @@ def test_rollouts_page_compares_steered_and_unsteered(web_app, browser, steer_ru
     # past Gradio's own checks (an empty number is None; NaN compares false with the widget's bounds):
     # SteerConfig's validation, one line naming the setting (these were a TypeError / a ValidationError)
     ("eta", None, "eta must be a number"), ("eta", float("nan"), "eta must be a finite number"),
-    ("top_k", None, "top_k must be an integer, got None"),
+    ("top_k", None, "top-k layers is empty; enter a number"),
     # explicit layers: not numbers, or a layer the bank has no energy for (checked before the model loads)
     ("layers", "2;x", "layers must be whole numbers"), ("layers", "7", "no energy model for layer(s) [7]"),
     # refused by Gradio's widget bounds and choices before the handler runs

@@ -100,8 +100,8 @@ def test_switching_runs_with_the_same_puzzle_shows_the_new_runs_answers(web_app,
         assert f"{RUN_ID} · step 5" in page.inner_text("#ro-left h4")
         assert f"{RUN_ID} · model:" in page.inner_text("#ro-right h4")
         pid = page.locator("#ro-puzzle-view").get_attribute("data-puzzle-id")
-        pick(page, "ro-ckpt", f"{other} · model:")
-        page.wait_for_selector(f"#ro-left h4:has-text('{other} · model:')", timeout=15000)
+        pick(page, "ro-ckpt", f"{other} · start:")
+        page.wait_for_selector(f"#ro-left h4:has-text('{other} · start:')", timeout=15000)
         page.wait_for_selector(f"#ro-right h4:has-text('{other} · step 3')", timeout=15000)
         assert page.locator("#ro-puzzle-view").get_attribute("data-puzzle-id") == pid     # the same puzzle id
         assert "step 3" in page.input_value("#ro-ckpt2 input") and other in page.input_value("#ro-ckpt2 input")
