@@ -94,6 +94,10 @@ def test_admin_launches_watches_and_stops_a_run(train_ready, browser):
         run_dir = status["run_dir"]
         assert json.loads(open(os.path.join(run_dir, "status.json")).read())["state"] == "stopped"
         assert any(n.startswith("step_") for n in os.listdir(os.path.join(run_dir, "checkpoints")))
+        # the past-runs table says so without a reload
+        row = f"#train-runs-table tr[data-run='{os.path.basename(run_dir)}']"
+        page.wait_for_function("s => { const r = document.querySelector(s); return r && r.innerText.includes('stopped')"
+                               " && !r.innerText.includes('running'); }", arg=row, timeout=30000)
         shot(page, "train-stopped")
     finally:
         ctx.close()

@@ -339,6 +339,8 @@ def build(ctx: WebContext) -> gr.Blocks:
             c.input(h.on_splits, [f.fields["set"], f.splits.train, f.splits.evaluate], [f.splits.note])
         page.load(runs_ui.load, None, runs_ui.outputs)
         f.timer.tick(h.refresh, None, f.live, show_progress="hidden")
-        f.launch.click(h.launch, [*f.form, f.config, *f.splits.inputs], [f.msg, *f.live], api_name="train_launch")
-        f.stop.click(h.stop, None, [f.msg, *f.live], api_name="train_stop")
+        # the past-runs table follows a launch and a stop at once (it said "running" until a reload)
+        f.launch.click(h.launch, [*f.form, f.config, *f.splits.inputs], [f.msg, *f.live], api_name="train_launch") \
+            .then(runs_ui.load, None, runs_ui.outputs)
+        f.stop.click(h.stop, None, [f.msg, *f.live], api_name="train_stop").then(runs_ui.load, None, runs_ui.outputs)
     return page
