@@ -54,7 +54,34 @@ def jobs_html(data_dir) -> str:
 def jobs_log(data_dir, kind: str) -> str:
     job = jobs.active(data_dir, kind)
     text = jobs.log_tail(job["log"], 12) if job else ""
-    return f'<div class="mvp-log"><pre id="ro-job-log">{esc(text)}</pre></div>'
+    return f'<div class="mvp-log" id="ro-job-log">{log_html(text)}</div>'
+
+
+def log_html(text: str) -> str:
+    """A job's log: its lines as they are, and the Markdown tables `mvp eval` prints as tables (read
+    as raw pipes and dashes otherwise). Raw HTML in the log stays text (markdown-it's js-default preset)."""
+    from markdown_it import MarkdownIt
+    md = MarkdownIt("js-default")
+    out, block = [], []
+
+    def flush_text():
+        if block:
+            out.append(f"<pre>{esc(chr(10).join(block))}</pre>")
+            block.clear()
+    lines, i = text.splitlines(), 0
+    while i < len(lines):
+        if lines[i].lstrip().startswith("|"):
+            j = i
+            while j < len(lines) and lines[j].lstrip().startswith("|"):
+                j += 1
+            flush_text()
+            out.append(md.render("\n".join(lines[i:j])))
+            i = j
+        else:
+            block.append(lines[i])
+            i += 1
+    flush_text()
+    return "".join(out)
 
 
 @dataclass
