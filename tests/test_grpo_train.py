@@ -100,6 +100,9 @@ def test_resume_after_sigterm_matches_uninterrupted(full_run, grpo_settings, tmp
     full = full_run[0]
     cut = load_config(None, grpo_settings(tmp_path / "cut", **COMMON))
 
+    # whatever handler the process had before (Ray's, when a Ray test ran earlier in this process)
+    handler_before = signal.getsignal(signal.SIGTERM)
+
     def sigterm_at_6(step, metrics):
         if step == 6:
             os.kill(os.getpid(), signal.SIGTERM)      # the real signal, the real handler
@@ -107,7 +110,7 @@ def test_resume_after_sigterm_matches_uninterrupted(full_run, grpo_settings, tmp
     assert first == {**first, "state": "stopped", "step": 6}
     assert read_status(tmp_path / "cut")["state"] == "stopped"
     assert (tmp_path / "cut" / "checkpoints" / "step_000006").is_dir()
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL   # handlers restored after the run
+    assert signal.getsignal(signal.SIGTERM) is handler_before   # handlers restored after the run
     second = train(cut, resume=True)
     assert second["state"] == "finished" and second["step"] == 10
 
