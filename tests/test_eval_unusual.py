@@ -153,3 +153,13 @@ def test_sampler_values_that_overflow_float32_logits(tmp_path, capsys, tiny_mode
         one_line_error(*mvp(capsys, *cmd, "--model", tiny_model_dir, *one_puzzle, "--no-db", *flags,
                             *(["--out", tmp_path / "a.parquet"] if cmd[0] == "rollout" else [])), says)
     assert not (tmp_path / "a.parquet").exists()
+
+
+@pytest.mark.parametrize("command", ["eval", "rollout"])
+def test_split_named_as_exports_name_it(command):
+    """An export writes `validation` for the set's `val` split (mvp_core/export/formats.py); a
+    researcher who types the name they read there gets that split, not "no puzzles in split"."""
+    from app.cli.main import build_parser
+    for typed, meant in (("validation", "val"), ("val", "val"), ("test", "test"), ("train", "train")):
+        args = build_parser().parse_args([command, "--model", "m", "--puzzles", "p.jsonl", "--split", typed])
+        assert args.split == meant

@@ -29,10 +29,19 @@ def add_target_args(p) -> None:
     p.add_argument("--checkpoint", help="with --run: base, latest (default) or a step number")
     p.add_argument("--name", help="with --model: run name to store the answers under "
                                   "(default rollout-<model dir name>)")
-    p.add_argument("--split", help="only the set's puzzles of this split (train, val, test)")
+    p.add_argument("--split", type=_split_name,
+                   help="only the set's puzzles of this split (train, val, test; an export's name, validation, "
+                        "is the same split)")
     p.add_argument("--allow-trained-split", action="store_true",
                    help="score a run's checkpoint on a split of the set it trained on (refused by default: "
                         "such numbers measure memory, not learning)")
+
+
+def _split_name(name: str) -> str:
+    """The set's own split name for what was typed: exports write `datasets`' names (validation), so a
+    user who read an export's file names types those (mvp_core/export/formats.py SPLIT_NAMES)."""
+    from mvp_core.export.formats import set_split
+    return set_split(name.strip())
 
 
 def resolve_target(args, data: Path) -> Target:
