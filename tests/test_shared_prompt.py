@@ -197,3 +197,37 @@ def test_sharing_is_chosen_where_it_saves_enough_prompt_tokens():
     assert not shared_prompt.pays([long_prompt, other])                 # a cut group: nothing repeated
     assert not shared_prompt.pays([short_prompt, short_prompt])         # 20 tokens saved
     assert shared_prompt.pays([enc(k)] * 2) and not shared_prompt.pays([enc(k - 1)] * 2)
+
+
+@pytest.mark.parametrize("family,video_mode", [("qwen2_5_vl", False), ("qwen2_vl", False), ("qwen3_vl", True)])
+def test_frozen_vision_features_of_the_prefill_give_bit_equal_logps(family, video_mode, model_data, tmp_path,
+                                                                     torch_one_thread):
+    """With the vision tower frozen, the log-prob forward takes the rollout prefill's features of the
+    same prompts instead of running the tower again: the tower runs once, and the log-probs and the
+    gradient are bit-equal to running it again."""
+    from mvp_core.train.model_setup import find_visual
+    model_dir, model, processor = _policy(tmp_path, family)
+    visual = find_visual(model)
+    visual.requires_grad_(False)
+    seqs, comps, pad, eos = _sequences(model_data, tmp_path, model_dir, processor, video_mode)
+    calls = []
+    visual.register_forward_hook(lambda *a: calls.append(1))
+    kept: list = []
+    model.eval()
+    with torch.no_grad():
+        shared_prompt.prefill_for_generate(model, seqs, pad, torch.device("cpu"), vision_out=kept)
+    model.train()
+    per_run = len(calls)                    # the tower's calls for the prompts (Qwen3-VL's video: 2)
+    assert per_run >= 1 and len(kept) == 1
+
+    def reused(m, s, c, p, e):
+        return shared_prompt.completion_logits(m, s, c, p, torch.device("cpu"), e, vision=kept[0])
+    lp_again, g_again = _logps_and_grad(model, _shared, seqs, comps, pad, eos)
+    assert len(calls) == 2 * per_run
+    lp_reused, g_reused = _logps_and_grad(model, reused, seqs, comps, pad, eos)
+    assert len(calls) == 2 * per_run                                   # the tower did not run again
+    assert torch.equal(lp_again, lp_reused) and torch.equal(g_again, g_reused) and g_again.norm() > 0
+    # other prompts than the prefill's (a micro-batch cutting the step): the tower runs for them
+    with torch.no_grad():
+        reused(model, seqs[:5], comps[:5], pad, eos)
+    assert len(calls) > 2 * per_run

@@ -128,7 +128,10 @@ def wrap_model(model, info: DistInfo, fsdp: bool):
         return model
     from torch.nn.parallel import DistributedDataParallel as DDP
     ids = [info.device.index] if info.device.type == "cuda" else None
-    return DDP(model, device_ids=ids)
+    # broadcast_buffers off: the policy's buffers (rotary frequencies) are equal on every rank and
+    # never change, and DDP would otherwise broadcast them at every forward (two per shared-prompt
+    # micro-batch), each a point where the ranks wait for each other.
+    return DDP(model, device_ids=ids, broadcast_buffers=False)
 
 
 def gathered_for_generate(model):

@@ -25,7 +25,7 @@ from mvp_core.train import distributed as D
 from mvp_core.train.config import GRPOConfig
 from mvp_core.train.lifecycle import Trainer
 from mvp_core.train.loss import entropy_from_logits, group_advantages, grpo_loss, selective_log_softmax
-from mvp_core.train.model_setup import optimizer_step, reference_model
+from mvp_core.train.model_setup import find_visual, optimizer_step, reference_model
 from mvp_core.train.runlog import RunLogger, step_metrics
 from mvp_core.model import decode
 from mvp_core.model.rollout import scored_row
@@ -93,6 +93,7 @@ class StepContext:
     def __init__(self, cfg, info, train_model, model, ref, processor, eos_ids, pad_id, bf16):
         self.cfg, self.info, self.train_model, self.model, self.ref = cfg, info, train_model, model, ref
         self.processor, self.eos_ids, self.pad_id, self.bf16 = processor, eos_ids, pad_id, bf16
+        self.vision = None      # the rollout prefill's features of a frozen vision tower (reuses_vision)
         self.timer = {"generate": 0.0, "score": 0.0, "logprob": 0.0, "backward": 0.0, "optimizer": 0.0,
                       "other": 0.0}
 
@@ -225,8 +226,10 @@ def generate(ctx: StepContext, seq_encs: list[dict]) -> list[torch.Tensor]:
     settings = SamplerSettings.from_config(cfg)
     with ctx.autocast(), D.gathered_for_generate(gen_model):
         # each puzzle's prompt prefilled once for its G samples (shared_prompt.py), or every row's whole
+        vision: list = []
         batch = shared_prompt.prefill_for_generate(gen_model, seq_encs, ctx.pad_id, ctx.info.device,
-                                                   share=cfg.share_prompt)
+                                                   share=cfg.share_prompt, vision_out=vision)
+        ctx.vision = vision[0] if vision and reuses_vision(ctx) else None
         if batch is not None and decode.supports(settings):
             new = decode.sample_from_prefill(gen_model, batch, shared_prompt.rope_owner(gen_model).rope_deltas,
                                              settings, ctx.pad_id, ctx.eos_ids)
@@ -258,13 +261,25 @@ def completion_logps(ctx: StepContext, model, encs: list[dict], comps: list[torc
     return logps, entropy, mask
 
 
+def reuses_vision(ctx: StepContext) -> bool:
+    """Whether the log-prob forward may take the rollout prefill's vision features instead of running
+    the tower again: only a frozen tower's (`freeze_vision`; its features then carry no gradient), and
+    not under FSDP, whose vision unit gathers its own parameters in its forward."""
+    if lifecycle.sharded(ctx.cfg, ctx.info):
+        return False
+    visual = find_visual(D.unwrap(ctx.train_model))
+    return visual is not None and not any(p.requires_grad for p in visual.parameters())
+
+
 def completion_logits(ctx: StepContext, model, encs: list[dict], comps: list[torch.Tensor]):
     """(logits (B, T, V) predicting each completion token, completion mask (B, T), the completion
     ids (B, T), padded): each group's prompt run once where the model allows and it pays
     (shared_prompt.py, `share_prompt`), else every sequence whole."""
     if (ctx.cfg.share_prompt and shared_prompt.can_share(model, ctx.cfg.gradient_checkpointing)
             and shared_prompt.pays(encs)):
-        logits, batch = shared_prompt.completion_logits(model, encs, comps, ctx.pad_id, ctx.info.device, ctx.eos_ids)
+        vision = ctx.vision if model is ctx.train_model else None      # never the reference's
+        logits, batch = shared_prompt.completion_logits(model, encs, comps, ctx.pad_id, ctx.info.device, ctx.eos_ids,
+                                                        vision=vision)
     else:
         batch = batching.collate(encs, comps, ctx.pad_id, ctx.info.device, ctx.eos_ids)
         inputs = {k: v for k, v in batch.items() if k not in ("completion_mask", "prompt_len")}

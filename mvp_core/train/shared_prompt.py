@@ -14,6 +14,8 @@ Sequences share a prompt when they hold the same encoding object (the rollout re
 puzzle's encoding G times); a micro-batch may cut a group anywhere."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from mvp_core.train import batching
@@ -68,19 +70,39 @@ def pays(encs: list[dict]) -> bool:
     return saved_prompt_tokens(encs) >= SHARE_MIN_SAVED_TOKENS
 
 
+@dataclass
+class VisionFeatures:
+    """The vision tower's outputs for the rollout prefill's unique prompts, kept for the log-prob
+    forward of the same prompts. Reused only where the tower is frozen (its outputs then carry no
+    gradient) and for exactly the same prompts in the same order: the same tower on the same
+    pixels gives the same features, so the log-probs and gradients are bit-equal to running it
+    again (docs/grpo.md, "The frozen vision tower runs once per step")."""
+    prompts: list[dict]
+    outputs: dict               # {"image": ..., "video": ...}: the model output's image_outputs / video_outputs
+
+    def for_prompts(self, prompts: list[dict]) -> dict | None:
+        """`mm_encoder_outputs` for these unique prompts, or None when they are not the prefill's."""
+        same = len(prompts) == len(self.prompts) and all(a is b for a, b in zip(prompts, self.prompts))
+        found = {k: v for k, v in self.outputs.items() if v is not None}
+        return found if same and found else None
+
+
 def completion_logits(model, encs: list[dict], comps: list[torch.Tensor], pad_id: int, device: torch.device,
-                      eos_ids: frozenset) -> tuple[torch.Tensor, dict]:
+                      eos_ids: frozenset, vision: VisionFeatures | None = None) -> tuple[torch.Tensor, dict]:
     """(logits (B, T, V), batch): row i, column t predicts completion token t of sequence i, as
     the plain forward's `logits[:, :-1]` would. `batch` holds input_ids and completion_mask like
-    batching.collate's, without the visual tensors (never repeated here)."""
+    batching.collate's, without the visual tensors (never repeated here). `vision`: the rollout
+    prefill's features of a frozen tower, used in place of running it when the prompts match."""
     counts, starts, prompts = _unique_prompts(encs, pad_id, device)
     full = batching.collate(encs, comps, pad_id, device, eos_ids, visual=False)
     P = full.pop("prompt_len")
     positions = _positions(model, encs, full, device)
+    encoded = vision.for_prompts([encs[s] for s in starts]) if vision is not None else None
+    visual = ({"mm_encoder_outputs": encoded} if encoded is not None
+              else {k: prompts[k] for k in _VISUAL if k in prompts})
     # 1. the unique prompts, their keys/values kept (with gradient); the last position predicts token 0
     head = model(input_ids=prompts["input_ids"], attention_mask=prompts["attention_mask"],
-                 position_ids=positions[..., starts, :P], use_cache=True, logits_to_keep=1,
-                 **{k: prompts[k] for k in _VISUAL if k in prompts})
+                 position_ids=positions[..., starts, :P], use_cache=True, logits_to_keep=1, **visual)
     repeats = torch.tensor(counts, device=device)
     cache = _repeat_rows(head.cache, repeats)
     # 2. every completion on top of its prompt's cache
@@ -122,17 +144,18 @@ def _positions(model, encs: list[dict], full: dict, device) -> torch.Tensor:
 
 
 def prefill_for_generate(model, encs: list[dict], pad_id: int, device: torch.device,
-                         share: bool = True) -> dict | None:
+                         share: bool = True, vision_out: list | None = None) -> dict | None:
     """Generate's inputs with each unique prompt but its last token already run once and its cache
     repeated to the rows that share it (share=False: every row's prompt run whole, as generate's
-    own prefill would): {input_ids, attention_mask, cache} for the whole batch.
+    own prefill would): {input_ids, attention_mask, cache} for the whole batch. `vision_out`, when
+    given, receives the unique prompts' VisionFeatures (for the log-prob forward of the same step).
     transformers' Qwen-VL generate continues from a cache with the stored `rope_deltas` (its
     `_prepare_position_ids_for_generation`), which are set here for the repeated rows. None where
     this does not apply (a prompt ending in a vision token): generate from scratch then."""
     owner = rope_owner(model)
     if owner is None or not hasattr(owner, "rope_deltas"):
         return None
-    counts, _, prompts = _unique_prompts(encs, pad_id, device, share)
+    counts, starts, prompts = _unique_prompts(encs, pad_id, device, share)
     prompts.pop("completion_mask")
     prompts.pop("prompt_len")
     if bool(prompts["mm_token_type_ids"][:, -1].any()):
@@ -144,5 +167,8 @@ def prefill_for_generate(model, encs: list[dict], pad_id: int, device: torch.dev
     repeats = torch.tensor(counts, device=device)
     cache = _repeat_rows(out.cache, repeats)
     owner.rope_deltas = owner.rope_deltas.repeat_interleave(repeats, dim=0)
+    if vision_out is not None:
+        vision_out.append(VisionFeatures([encs[s] for s in starts], {"image": getattr(out, "image_outputs", None),
+                                                                     "video": getattr(out, "video_outputs", None)}))
     return {"input_ids": prompts["input_ids"].repeat_interleave(repeats, dim=0),
             "attention_mask": prompts["attention_mask"].repeat_interleave(repeats, dim=0), "cache": cache}
