@@ -120,7 +120,7 @@
     const text = Object.entries(byStatus).filter(([, n]) => n).map(([s, n]) => `${s} ${n}`).join(" · ");
     const from = ids.length ? (query.offset || 0) + 1 : 0, to = (query.offset || 0) + ids.length;
     $("mvp-gcount").textContent = `${from}–${to} of ${total}` + (text ? ` (${text})` : "");
-    $("mvp-gprev").disabled = !(query.offset > 0);
+    $("mvp-gprev").hidden = !(query.offset > 0);
     $("mvp-gnext").disabled = to >= total;
     $("mvp-gnext").hidden = to >= total;
   }
