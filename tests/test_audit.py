@@ -95,6 +95,16 @@ def test_audit_cli_report(hard_and_random, capsys):
     assert allg["solvers"]["boundary"]["mean_reward"] > allg["solvers"]["random"]["mean_reward"]
     assert "boundary" in allg["flagged"] and "random" not in allg["flagged"]
     assert rep["guard"]["checked"] == allg["n"] and rep["guard"]["puzzles_with_any"] == 0
+    # against the store, each solver's result per puzzle is kept: the report's exact match, per puzzle
+    assert f"stored each solver's result on {allg['n']} puzzles" in table
+    from sqlalchemy import func, select
+
+    from db.engine import open_db
+    from db.models.audit import PuzzleAudit
+    with open_db(None, data)() as s:
+        for name, row in allg["solvers"].items():
+            n, mean = s.execute(select(func.count(), func.avg(PuzzleAudit.exact)).where(PuzzleAudit.solver == name)).one()
+            assert n == allg["n"] and mean == pytest.approx(row["exact"])
 
 
 def test_context_match_solver_and_guard_check_see_a_copied_context_frame(hard_and_random):

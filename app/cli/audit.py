@@ -1,5 +1,6 @@
 """`mvp audit [--db URL | --puzzles FILE]`: the shortcut audit (solvers with 95% intervals, flags, the
-guard re-checked from the stored frames) as JSON and a readable table."""
+guard re-checked from the stored frames) as JSON and a readable table. Against the store it also
+keeps each solver's result per puzzle (`db.puzzles.audit_results`: the gallery's audit flag)."""
 from __future__ import annotations
 
 import json
@@ -22,9 +23,10 @@ def run(args) -> int:
     from mvp_core.errors import UserError
     from mvp_core.jsonl import read_jsonl
     from mvp_core.puzzle import Puzzle
-    from mvp_core.synth.audit import FLAG_FACTOR, audit, format_table
+    from mvp_core.synth.audit import FLAG_FACTOR, audit_puzzles, format_table
     from mvp_core.video.frames import FrameStore
 
+    Session_ = None
     if args.puzzles:
         src = Path(args.puzzles)
         if not src.is_file():
@@ -49,9 +51,14 @@ def run(args) -> int:
     if not puzzles:
         raise UserError("no puzzles to audit")
     store = FrameStore(data)
-    report = audit(puzzles, store.load, frame_size=lambda uri: store.path(uri).stat().st_size,
-                   flag_factor=args.flag_factor if args.flag_factor is not None else FLAG_FACTOR)
+    report, results = audit_puzzles(puzzles, store.load, frame_size=lambda uri: store.path(uri).stat().st_size,
+                                    flag_factor=args.flag_factor if args.flag_factor is not None else FLAG_FACTOR)
     print(format_table(report))
+    if Session_ is not None:
+        from db.puzzles.audit_results import store_results
+        with Session_() as s:
+            n = store_results(s, results)
+        print(f"stored each solver's result on {n} puzzles (the gallery's audit flag)")
     text = json.dumps(report, indent=2)
     if args.json_out:
         Path(args.json_out).write_text(text + "\n")

@@ -8,8 +8,9 @@ from db.models.gallery import BulkBatch, PuzzleComment, PuzzleTag, SavedView
 from db.models.media import Option, Puzzle, SynthFile, Video
 from db.models.runs import Run, Checkpoint, Rollout, Evaluation
 from db.models.auth import LoginAttempt, WebSession
+from db.models.audit import PuzzleAudit
 
 __all__ = ["Base", "BigId", "utcnow", "Option", "Puzzle", "SynthFile", "Video",
            "User", "Setting", "PuzzleVerdict", "OptionVerdict", "VerdictEvent", "Lease", "ReviewState", "CuratedSet", "SetItem", "Run", "Checkpoint", "Rollout", "Evaluation",
            "LoginAttempt", "WebSession", "HumanAnswer",
-           "BulkBatch", "PuzzleTag", "PuzzleComment", "SavedView"]
+           "BulkBatch", "PuzzleTag", "PuzzleComment", "SavedView", "PuzzleAudit"]

@@ -11,7 +11,8 @@ import json
 from collections import Counter
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 from sqlalchemy import and_, func, select, union
 from sqlalchemy.orm import Session
 
@@ -19,6 +20,8 @@ from db.chunks import in_chunks
 from db.models import Option, Puzzle, Rollout, Video
 from db.models.curation import STATUSES, PuzzleVerdict, ReviewState, User
 from db.models.gallery import PuzzleComment, PuzzleTag, SavedView
+from db.puzzles.audit_results import CHOICES as AUDIT_CHOICES
+from db.puzzles.audit_results import check_flag, flag_condition, solvers_of
 from db.review.tags import comment_counts, tags_of
 from db.review.kappa import item_agreement
 from db.review.stats import DECISIVE
@@ -51,6 +54,17 @@ class GalleryQuery(DocumentedConfig):
     desc: bool = Field(False, description="descending order")
     offset: int = Field(0, ge=0, le=MAX_MATCH, description="cards skipped (the page's start)")
     limit: int = Field(48, ge=1, le=200, description="cards per page")
+    audit: str = Field("", max_length=40, description="the shortcut audit per puzzle: any (a shortcut solver "
+                                                      "solves it), none, unaudited, or one solver's name")
+
+    @field_validator("audit")
+    @classmethod
+    def _audit_flag(cls, v: str) -> str:
+        try:
+            return check_flag(v)
+        except UserError:
+            raise PydanticCustomError("audit_flag", "must be one of {choices}",
+                                      {"choices": ", ".join(AUDIT_CHOICES)}) from None
 
 
 def parse_query(raw: dict | None) -> GalleryQuery:
@@ -85,6 +99,8 @@ def _conditions(q: GalleryQuery) -> list:
         scored = (select(Rollout.puzzle_id).where(Rollout.run_id == q.run).group_by(Rollout.puzzle_id)
                   .having(mean >= MODEL_RIGHT if q.model == "right" else mean < MODEL_RIGHT))
         conds.append(pid.in_(scored))
+    if q.audit:
+        conds.append(flag_condition(q.audit, pid))
     if q.q.strip():
         term = q.q.strip().lower()
         videos = select(Video.id).where(func.lower(Video.path).contains(term, autoescape=True))
@@ -117,7 +133,8 @@ def gallery_page(session: Session, q: GalleryQuery) -> dict:
     A card: puzzle_id, video_id, video (file name), status, n_accept, n_reject, agreement (share of
     agreeing curator pairs, None under two verdicts), before / after (context frame uris), gap (how
     many frames are masked), tags [{tag, label}], n_comments, and model_exact (the run's mean exact
-    match, None without a run or an answer)."""
+    match, None without a run or an answer), and audit (the shortcut solvers that solve it, None when
+    it has not been audited)."""
     rows = session.execute(
         _filtered([ReviewState.puzzle_id, Puzzle.video_id, ReviewState.status, ReviewState.n_reviews,
                    ReviewState.n_accept, Puzzle.record_json], q)
@@ -128,6 +145,7 @@ def gallery_page(session: Session, q: GalleryQuery) -> dict:
     ids = [r[0] for r in rows]
     tags, n_comments = tags_of(session, ids), comment_counts(session, ids)
     exact = model_exact(session, q.run, ids) if q.run else {}
+    audited = solvers_of(session, ids)
     out = []
     for pid, vid, status, n_rev, n_acc, record in rows:
         p = Puzzle_.from_dict(json.loads(record))
@@ -138,7 +156,7 @@ def gallery_page(session: Session, q: GalleryQuery) -> dict:
                     "before": [f.uri for f in p.context_before],
                     "after": [f.uri for f in p.context_after], "gap": p.mask.length,
                     "tags": tags.get(pid, []), "n_comments": n_comments.get(pid, 0),
-                    "model_exact": exact.get(pid)})
+                    "model_exact": exact.get(pid), "audit": audited.get(pid)})
     return {"rows": out, "total": sum(by_status.values()),
             "by_status": {s: by_status.get(s, 0) for s in STATUSES}}
 
@@ -160,7 +178,7 @@ def model_exact(session: Session, run: str, ids: list[str]) -> dict[str, float]:
 
 # ---- saved views ------------------------------------------------------------------------------
 
-VIEW_FIELDS = ("video", "status", "curator", "kind", "tag", "run", "model", "q", "sort", "desc")
+VIEW_FIELDS = ("video", "status", "curator", "kind", "tag", "run", "model", "q", "sort", "desc", "audit")
 
 
 def _view_name(name) -> str:

@@ -2,11 +2,14 @@
 solver: mean reward and exact match with 95% bootstrap intervals, overall and per distractor kind,
 how often it picks each kind of distractor, and a flag when its exact match beats chance by more
 than `flag_factor` (the lower end of its interval above flag_factor x chance). Also the ambiguity
-guard re-checked from the stored frames (decoded and re-embedded, not the synthesis' bookkeeping)."""
+guard re-checked from the stored frames (decoded and re-embedded, not the synthesis' bookkeeping).
+`audit_puzzles` also returns each solver's result on each puzzle, which the store keeps per puzzle
+(docs/store.md, "Audit per puzzle")."""
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from typing import NamedTuple
 
 import numpy as np
 
@@ -15,9 +18,19 @@ from mvp_core.reward import score_prediction
 from mvp_core.stats.bootstrap import ci
 from mvp_core.synth.solvers import SOLVERS, FeatureCache, FrameSize, LoadFrame
 
-__all__ = ["SOLVERS", "FeatureCache", "audit", "chance_exact", "distractor_kind",
-           "format_table", "guard_check"]
+__all__ = ["SOLVERS", "SHORTCUTS", "FeatureCache", "PuzzleResult", "audit", "audit_puzzles", "chance_exact",
+           "distractor_kind", "format_table", "guard_check"]
 FLAG_FACTOR = 10.0      # a solver whose exact match is above 10x chance (lower 95% bound) is flagged
+# "random" measures chance: a puzzle it happens to solve has no shortcut, so it never flags a puzzle
+SHORTCUTS = tuple(n for n in SOLVERS if n != "random")
+
+
+class PuzzleResult(NamedTuple):
+    """One solver's answer on one puzzle, scored by the one reward."""
+    puzzle_id: str
+    solver: str
+    exact: float
+    reward: float
 
 
 def distractor_kind(p: Puzzle) -> str:
@@ -33,11 +46,19 @@ def chance_exact(p: Puzzle) -> float:
 def audit(puzzles: list[Puzzle], load_frame: LoadFrame, solvers: list[str] | None = None,
           frame_size: FrameSize | None = None, flag_factor: float = FLAG_FACTOR, check_guard: bool = True) -> dict:
     """The audit report (see the module docstring); JSON-serialisable."""
+    return audit_puzzles(puzzles, load_frame, solvers, frame_size, flag_factor, check_guard)[0]
+
+
+def audit_puzzles(puzzles: list[Puzzle], load_frame: LoadFrame, solvers: list[str] | None = None,
+                  frame_size: FrameSize | None = None, flag_factor: float = FLAG_FACTOR,
+                  check_guard: bool = True) -> tuple[dict, list[PuzzleResult]]:
+    """(the audit report, every solver's result on every puzzle): one pass for both."""
     feats = FeatureCache(load_frame, frame_size)
     names = solvers or list(SOLVERS)
     rows: dict[str, dict[str, list]] = {n: defaultdict(list) for n in names}
     picks: dict[str, dict[str, int]] = {n: defaultdict(int) for n in names}
     offered: dict[str, int] = defaultdict(int)
+    results: list[PuzzleResult] = []
     for p in puzzles:
         pool = {o.label: o.kind for o in p.options}
         kind = distractor_kind(p)
@@ -46,6 +67,7 @@ def audit(puzzles: list[Puzzle], load_frame: LoadFrame, solvers: list[str] | Non
         for n in names:
             pred = SOLVERS[n](p, feats)
             t = score_prediction(pred, p.answer, list(pool))
+            results.append(PuzzleResult(p.id, n, float(t.exact), float(t.total)))
             for group in ("all", kind):
                 rows[n][group].append((t.total, t.exact, p.video.id))
             for lab in set(pred) & set(pool):
@@ -62,7 +84,7 @@ def audit(puzzles: list[Puzzle], load_frame: LoadFrame, solvers: list[str] | Non
                                "flagged": [n for n in names if solver_rows[n]["flagged"]]}
     if check_guard:
         report["guard"] = guard_check(puzzles, feats)
-    return report
+    return report, results
 
 
 def _solver_row(rows: list[tuple[float, float, str]], chance: float, flag_factor: float) -> dict:

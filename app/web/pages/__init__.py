@@ -23,7 +23,8 @@ class Page:
     title: str                   # the navigation link's text
     package: str                 # app/web/pages/<package>/
     roles: frozenset[str]        # who may open the page and call its endpoints (the guard checks it)
-    scripts: tuple[str, ...] = ()  # files in the package loaded in the page's head, in order
+    scripts: tuple[str, ...] = ()  # files in the package loaded in the page's head, in order ("<package>/<file>":
+                                   # another page's script, which that page lists too, e.g. the gallery's)
     api: bool = False            # the package has api.py with register(app, ctx): plain HTTP routes
 
     @property
@@ -36,9 +37,10 @@ class Page:
 
 # In navigation order.
 PAGES: tuple[Page, ...] = (
-    Page("curate", "Curate", "curate", frozenset(ROLES), scripts=("curate.js", "hotkeys.js"), api=True),
+    Page("curate", "Curate", "curate", frozenset(ROLES),
+         scripts=("curate.js", "hotkeys.js", "gallery/gallery.js", "view_switch.js"), api=True),
     Page("gallery", "Gallery", "gallery", frozenset(ROLES), scripts=("gallery.js",), api=True),
-    Page("datasets", "Data", "data", RESEARCH, api=True),
+    Page("datasets", "Data", "data", RESEARCH, scripts=("gallery/gallery.js",), api=True),
     Page("rollouts", "Rollouts", "rollouts", RESEARCH, scripts=("rollouts.js",), api=True),
     Page("stats", "Stats", "stats", RESEARCH),
     Page("train", "Train", "train", RESEARCH),
@@ -48,5 +50,6 @@ BY_PATH: dict[str, Page] = {p.path: p for p in PAGES}
 
 
 def script_url(page: Page, name: str) -> str:
-    """Where the server serves a page's script (app/web/server.py, `_add_static_routes`)."""
-    return f"/static/pages/{page.package}/{name}"
+    """Where the server serves a page's script (app/web/server.py, `_add_static_routes`); a
+    "<package>/<file>" name is served where its own page serves it."""
+    return f"/static/pages/{name}" if "/" in name else f"/static/pages/{page.package}/{name}"

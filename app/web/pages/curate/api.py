@@ -104,10 +104,18 @@ def _dispatch(act: CurateActions, Read: sessionmaker, uid: int, action: str, bod
         return act.filter(uid, st, _filters(body.get("filters")))
     if action == "progress":
         return {"html": act.progress(uid)}
+    if action in ("tag", "untag", "comment"):
+        key = "text" if action == "comment" else "tag"
+        value, label = body.get(key), body.get("label") or ""
+        if not isinstance(value, str) or len(value) > 2000:
+            raise UserError(f"bad request: {key} must be text of at most 2000 characters")
+        if not isinstance(label, str) or len(label) > 4:
+            raise UserError("bad request: label must be an option label")
+        return act.note(uid, st, action, value, label if action == "untag" else "")
     raise UserError(f"bad request: no action {action!r}")
 
 
-ACTIONS = ("load", "answer", "verdict", "toggle", "undo", "move", "filter", "progress")
+ACTIONS = ("load", "answer", "verdict", "toggle", "undo", "move", "filter", "progress", "tag", "untag", "comment")
 
 
 def _filters(raw, what: str = "filters") -> dict:

@@ -423,8 +423,36 @@
     return enqueue(async () => { apply(await call("load", { puzzle: pid, state: st })); });
   }
 
+  // tags and comments on the shown puzzle (the view comes back re-rendered; picks are kept)
+  function note(action, body) {
+    const pid = shownPid();
+    return enqueue(async () => {
+      if (!pid || pid !== shownPid()) return;
+      apply(await call(action, { state: st, ...body }));
+    });
+  }
+  function addTag() {
+    const box = $("mvp-cnote-tag"), tag = box ? box.value.trim() : "";
+    if (!tag) { showMsg("write the tag first", "warn"); if (box) box.focus(); return; }
+    note("tag", { tag });
+  }
+  function addComment() {
+    const box = $("mvp-cnote-text"), text = box ? box.value.trim() : "";
+    if (!text) { showMsg("write the comment first", "warn"); if (box) box.focus(); return; }
+    note("comment", { text });
+  }
+  document.addEventListener("keydown", (e) => {
+    if (e.key !== "Enter" || !e.target.closest) return;
+    if (e.target.closest("#mvp-cnote-tag")) { e.preventDefault(); addTag(); }
+    else if (e.target.closest("#mvp-cnote-text")) { e.preventDefault(); addComment(); }
+  });
+
   document.addEventListener("click", (e) => {
     if (!e.target.closest) return;
+    if (e.target.closest("#mvp-cnote-addtag")) { addTag(); return; }
+    if (e.target.closest("#mvp-cnote-comment")) { addComment(); return; }
+    const untag = e.target.closest("#mvp-puzzle .mvp-untag");
+    if (untag) { e.preventDefault(); note("untag", { tag: untag.dataset.tag, label: untag.dataset.label || "" }); return; }
     if (e.target.closest("#mvp-filter-go")) { filter(filterValues()); return; }
     if (e.target.closest("#mvp-filter-clear")) { filter({}); return; }
     const link = e.target.closest("#mvp-list-box a.mvp-open");

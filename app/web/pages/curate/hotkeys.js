@@ -1,7 +1,8 @@
 // Keyboard shortcuts for the curate page. A key calls the same function of app/web/pages/curate/curate.js that
 // the page's button calls (window.mvpCurate), so a shortcut does exactly what the click does, and the
 // server checks it the same way; the Gradio button is only pressed if that script is missing.
-// Ignored while typing in a text box, and with Ctrl/Alt/Meta held (browser shortcuts keep working).
+// Ignored while typing in a text box, with Ctrl/Alt/Meta held (browser shortcuts keep working), and
+// while the page shows the gallery grid (app/web/pages/curate/view_switch.js).
 (function () {
   "use strict";
   if (window.mvpHotkeysInstalled) return;
@@ -48,6 +49,7 @@
     if (e.ctrlKey || e.altKey || e.metaKey || e.isComposing) return;
     if (typing(e.target)) return;
     if (!document.getElementById("btn-accept")) return;      // not the curate page
+    if (document.documentElement.classList.contains("mvp-mode-grid")) return;   // the gallery view: its own keys
     let handled = false;
     const digit = /^Digit([1-9])$/.exec(e.code || "");
     const C = window.mvpCurate;

@@ -66,7 +66,8 @@ class CurateActions:
     def render(self, s, uid: int, pid: str | None, filtered: bool = False) -> str:
         """The puzzle view's HTML for `pid` as this curator sees it: blind until they answered it."""
         from db.review.human import answer_of
-        from db.review.tags import notes_of
+        from db.models.curation import User
+        from db.review.tags import TAG_ROLES, notes_of
         p, ovs, mine, status, ans, vname, notes = None, {}, None, "pending", None, "", None
         row = s.get(PuzzleRow, pid) if pid else None
         if row is not None:
@@ -84,7 +85,9 @@ class CurateActions:
             vpath = s.scalar(select(Video.path).where(Video.id == row.video_id))
             vname = (vpath or "").rsplit("/", 1)[-1]
             notes = notes_of(s, pid)
-        return puzzle_html(p, ovs, mine, status, ans, vname, NOTHING_MATCHES if filtered else NOTHING_LEFT, notes)
+        user = s.get(User, uid)
+        return puzzle_html(p, ovs, mine, status, ans, vname, NOTHING_MATCHES if filtered else NOTHING_LEFT, notes,
+                           can_note=user is not None and user.role in TAG_ROLES)
 
     def view(self, s, uid: int, state: dict, msg: str = "", kind: str = "info") -> dict:
         """What the page shows after an action: the state, the current puzzle's HTML, a message, and
@@ -254,6 +257,27 @@ class CurateActions:
             return out
 
 
+    def note(self, uid: int, state: dict, action: str, value: str, label: str = ""):
+        """Tag (`value` the tag), untag or comment (`value` the text) on the shown puzzle, through
+        `db.review.tags` (which checks the role); the puzzle's view re-rendered. Untag may name a
+        distractor's tag (its remove button shows only once the puzzle is answered)."""
+        from db.review import tags
+        with self.ctx.Session() as s:
+            pid = state.get("pid")
+            if not pid:
+                return self.view(s, uid, state, "no puzzle shown", "warn")
+            if action == "tag":
+                res = tags.add_tag(s, uid, pid, value)
+                msg = f"tagged {res['tag']!r}"
+            elif action == "untag":
+                msg = f"tag {value.strip().lower()!r} removed" if tags.remove_tag(s, uid, pid, value, label) \
+                    else f"no tag {value!r} to remove"
+            else:
+                tags.add_comment(s, uid, pid, value)
+                msg = "comment added"
+            return self.view(s, uid, state, msg)
+
+
 ANSWER_FIRST = "solve first: pick the options that fill the gap in order (digits), then press Enter"
 
 
@@ -280,38 +304,56 @@ def build(ctx: WebContext) -> gr.Blocks:
     there."""
     with gr.Blocks(title="MVP Studio · Curate") as demo:
         nav = gr.HTML(elem_id="mvp-nav-bar")
-        gr.HTML(RUBRIC_HTML)
-        gr.HTML('<div id="mvp-progress-box"></div>', elem_id="mvp-progress")
-        gr.HTML('<div id="mvp-msg-box" aria-live="polite"></div>', elem_id="mvp-msg")
-        gr.HTML('<div id="mvp-stage" data-curate-api="/curate/api/"></div>', elem_id="mvp-view")
-        # the buttons' keys are added by static/studio.css where there is a keyboard and room (never on a phone)
-        with gr.Row(elem_id="mvp-actions"):
-            b_answer = gr.Button("Answer", variant="primary", elem_id="btn-answer")
-            b_accept = gr.Button("Accept", variant="primary", elem_id="btn-accept")
-            b_reject = gr.Button("Reject", variant="stop", elem_id="btn-reject")
-            b_skip = gr.Button("Skip", elem_id="btn-skip")
-            b_undo = gr.Button("Undo", elem_id="btn-undo")
-            b_prev = gr.Button("← Prev", elem_id="btn-prev")
-            b_next = gr.Button("Next →", elem_id="btn-next")
-            b_play = gr.Button("Play in gap", elem_id="btn-play")
-            b_help = gr.Button("Keys", elem_id="btn-help")
-        with gr.Row():
-            gr.Radio(list(REASON_CODES), value=DEFAULT_REASON, label="Reason for rejecting a distractor",
-                     elem_id="mvp-reason", interactive=True)   # no event reads them: say so, or Gradio disables them
-            gr.Textbox(label="Note on the puzzle verdict (optional)", elem_id="mvp-note", max_lines=2, interactive=True)
-        filters = gr.HTML(elem_id="mvp-filter-bar")
-        gr.HTML('<div id="mvp-list-box"></div>', elem_id="mvp-list")
-        gr.HTML(HELP_HTML)
-
-        def on_load(request: gr.Request):
-            with guard(ctx, request, PAGE):
-                return nav_html(ctx, request.username, PAGE), filter_bar(ctx)
-        demo.load(on_load, None, [nav, filters], show_progress="hidden")
-        demo.load(None, None, None, js=_js("start()"))
-
-        for btn, call in ((b_answer, "submitAnswer()"), (b_accept, "verdict('accept')"),
-                          (b_reject, "verdict('reject')"), (b_skip, "verdict('skip')"), (b_undo, "undo()"),
-                          (b_prev, "move(-1)"), (b_next, "move(1)"), (b_play, "playPicks()")):
-            btn.click(None, None, None, js=_js(call))
-        b_help.click(None, None, None, js="() => window.mvpToggleHelp && window.mvpToggleHelp()")
+        gr.HTML(VIEW_SWITCH_HTML, elem_id="mvp-viewswitch-box")
+        # the gallery view (app/web/pages/curate/view_switch.js shows one of the two); gallery.js
+        # starts only when it is first shown
+        with gr.Column(elem_id="mvp-grid-view"):
+            gr.HTML('<div id="mvp-gallery" data-gallery-api="/gallery/api/" data-gallery-url="hash" '
+                    'data-gallery-lazy="1" data-gallery-open="curate"></div>', elem_id="mvp-gallery-box")
+        with gr.Column(elem_id="mvp-one-view"):
+            _one_puzzle_view(ctx, demo, nav)
     return demo
+
+
+VIEW_SWITCH_HTML = ('<div class="mvp-viewswitch" role="group" aria-label="view">'
+                    '<button type="button" class="mvp-btn" id="mvp-view-one" aria-pressed="true">One puzzle</button>'
+                    '<button type="button" class="mvp-btn" id="mvp-view-grid" aria-pressed="false" '
+                    'title="every puzzle as a card: select and act in bulk (g)">Gallery</button></div>')
+
+
+def _one_puzzle_view(ctx: WebContext, demo: gr.Blocks, nav) -> None:
+    """The one-puzzle view's components and events (inside the page's Blocks)."""
+    gr.HTML(RUBRIC_HTML)
+    gr.HTML('<div id="mvp-progress-box"></div>', elem_id="mvp-progress")
+    gr.HTML('<div id="mvp-msg-box" aria-live="polite"></div>', elem_id="mvp-msg")
+    gr.HTML('<div id="mvp-stage" data-curate-api="/curate/api/"></div>', elem_id="mvp-view")
+    # the buttons' keys are added by static/studio.css where there is a keyboard and room (never on a phone)
+    with gr.Row(elem_id="mvp-actions"):
+        b_answer = gr.Button("Answer", variant="primary", elem_id="btn-answer")
+        b_accept = gr.Button("Accept", variant="primary", elem_id="btn-accept")
+        b_reject = gr.Button("Reject", variant="stop", elem_id="btn-reject")
+        b_skip = gr.Button("Skip", elem_id="btn-skip")
+        b_undo = gr.Button("Undo", elem_id="btn-undo")
+        b_prev = gr.Button("← Prev", elem_id="btn-prev")
+        b_next = gr.Button("Next →", elem_id="btn-next")
+        b_play = gr.Button("Play in gap", elem_id="btn-play")
+        b_help = gr.Button("Keys", elem_id="btn-help")
+    with gr.Row():
+        gr.Radio(list(REASON_CODES), value=DEFAULT_REASON, label="Reason for rejecting a distractor",
+                 elem_id="mvp-reason", interactive=True)   # no event reads them: say so, or Gradio disables them
+        gr.Textbox(label="Note on the puzzle verdict (optional)", elem_id="mvp-note", max_lines=2, interactive=True)
+    filters = gr.HTML(elem_id="mvp-filter-bar")
+    gr.HTML('<div id="mvp-list-box"></div>', elem_id="mvp-list")
+    gr.HTML(HELP_HTML)
+
+    def on_load(request: gr.Request):
+        with guard(ctx, request, PAGE):
+            return nav_html(ctx, request.username, PAGE), filter_bar(ctx)
+    demo.load(on_load, None, [nav, filters], show_progress="hidden")
+    demo.load(None, None, None, js=_js("start()"))
+
+    for btn, call in ((b_answer, "submitAnswer()"), (b_accept, "verdict('accept')"),
+                      (b_reject, "verdict('reject')"), (b_skip, "verdict('skip')"), (b_undo, "undo()"),
+                      (b_prev, "move(-1)"), (b_next, "move(1)"), (b_play, "playPicks()")):
+        btn.click(None, None, None, js=_js(call))
+    b_help.click(None, None, None, js="() => window.mvpToggleHelp && window.mvpToggleHelp()")

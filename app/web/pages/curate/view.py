@@ -26,16 +26,18 @@ NOTHING_MATCHES = "Nothing left in your queue under this filter (the list below 
 
 def puzzle_html(p: Puzzle | None, option_verdicts: dict[str, dict], my_verdict: dict | None,
                 status: str, answer: dict | None, video_name: str = "", empty_text: str = NOTHING_LEFT,
-                notes: dict | None = None) -> str:
+                notes: dict | None = None, can_note: bool = False) -> str:
     """The puzzle view; blind while `answer` is None. `notes`: the puzzle's tags and comments
-    (`db.review.tags.notes_of`); while blind, those on a distractor are left out."""
+    (`db.review.tags.notes_of`); while blind, those on a distractor are left out. `can_note`: the
+    curator may tag and comment (a tag box, a comment box and each tag's remove button)."""
     if p is None:
         return render("curate_puzzle.html", p=None, empty_text=empty_text)
     return render("curate_puzzle.html", p=p, option_verdicts=option_verdicts, my_verdict=my_verdict,
                   status=status, answer=answer, video_name=video_name or p.video.path.rsplit("/", 1)[-1],
                   label_of={o.uri: o.label for o in p.options} if answer is not None else {},
-                  reasons=REASON_TITLES, default_reason=DEFAULT_REASON,
-                  notes=render("notes.html", puzzle_id=p.id, notes=notes, blind=answer is None) if notes else "")
+                  reasons=REASON_TITLES, default_reason=DEFAULT_REASON, can_note=can_note,
+                  notes=render("notes.html", puzzle_id=p.id, notes=notes, blind=answer is None,
+                               removable=can_note) if notes else "")
 
 
 def filmstrip_html(p: Puzzle, answered: bool) -> str:

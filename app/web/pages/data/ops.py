@@ -214,18 +214,22 @@ AUDIT_HEADERS = ["group", "puzzles", "solver", "mean reward", "exact", "exact 95
 
 
 def audit_rows(ctx: WebContext) -> list[list]:
-    """The shortcut audit over every puzzle in the store, one row per group and solver."""
+    """The shortcut audit over every puzzle in the store, one row per group and solver; each
+    solver's result per puzzle is stored too (the gallery's audit flag)."""
     from sqlalchemy import select
 
     from db.models import Puzzle as PuzzleRow
+    from db.puzzles.audit_results import store_results
     from mvp_core.puzzle import Puzzle
-    from mvp_core.synth.audit import audit
+    from mvp_core.synth.audit import audit_puzzles
     from mvp_core.video.frames import FrameStore
     with ctx.Session() as s:
         puzzles = [Puzzle.from_dict(json.loads(r)) for r in s.scalars(select(PuzzleRow.record_json).order_by(PuzzleRow.id))]
     if not puzzles:
         raise UserError("no puzzles to audit: synthesize first")
-    report = audit(puzzles, FrameStore(ctx.data_dir).load)
+    report, results = audit_puzzles(puzzles, FrameStore(ctx.data_dir).load)
+    with ctx.Session() as s:
+        store_results(s, results)
     return [[g, r["n"], name, round(v["mean_reward"], 4), round(v["exact"], 4),
              "[{:.3f}, {:.3f}]".format(*v["exact_ci95"]), round(r["chance_exact"], 4), "yes" if v["flagged"] else ""]
             for g, r in report["groups"].items() for name, v in r["solvers"].items()]

@@ -1,8 +1,9 @@
 """The Data page (researchers and admins), mounted at /datasets (/data/... serves frames): videos in,
 curated sets out. Add a server-side folder of videos (inside the allowed roots an admin sets),
 synthesize puzzles from every added folder as a background job with a progress bar and its summary,
-run the shortcut audit, freeze the accepted puzzles into a set split by video, list the sets with
-their split counts, and export one as a zip download (jsonl, Hugging Face datasets, Video-R1 JSON).
+run the shortcut audit (kept per puzzle), freeze the accepted puzzles into a set split by video, list
+the sets with their split counts, export one as a zip download (jsonl, Hugging Face datasets,
+Video-R1 JSON), and browse every puzzle in the gallery (app/web/pages/gallery/gallery.js).
 
 The work is in app/web/pages/data/ops.py; this module is the layout; the download route is api.py."""
 from __future__ import annotations
@@ -53,7 +54,8 @@ def build(ctx: WebContext) -> gr.Blocks:
 
 
 def _layout() -> SimpleNamespace:
-    """The page's components, top to bottom: videos, synthesis, audit, freeze, export."""
+    """The page's components, top to bottom: videos, synthesis, audit, freeze, export, the puzzles'
+    gallery."""
     ui = SimpleNamespace()
     ui.nav = gr.HTML()
     ui.msg = gr.HTML(elem_id="data-msg")
@@ -85,6 +87,11 @@ def _layout() -> SimpleNamespace:
         ui.exp_fmt = gr.Radio(list(FORMATS), value="jsonl", label="Format", elem_id="data-export-format")
         ui.b_export = gr.Button("Export", elem_id="data-export")
     ui.link = gr.HTML(elem_id="data-export-link")
+    gr.Markdown("## Puzzles")
+    # the gallery (app/web/pages/gallery/gallery.js; its query after #gallery in the address): a
+    # researcher reads it (no bulk bar: the gallery's API says what the role may do)
+    gr.HTML('<div id="mvp-gallery" data-gallery-api="/gallery/api/" data-gallery-url="hash"></div>',
+            elem_id="mvp-gallery-box")
     return ui
 
 
@@ -123,7 +130,8 @@ def _wire_synth(ctx: WebContext, ui: SimpleNamespace, refresh_all, outs_all: lis
     def on_audit(request: gr.Request):
         with guard(ctx, request, PAGE):
             return ops.table_html("data-audit-table", ops.AUDIT_HEADERS, ops.audit_rows(ctx))
-    ui.b_audit.click(on_audit, None, [ui.audit], api_name="audit")
+    ui.b_audit.click(on_audit, None, [ui.audit], api_name="audit").then(
+        None, None, None, js="() => { window.mvpGallery && window.mvpGallery.reload(); }")   # the cards' audit flags
 
 
 def _wire_sets(ctx: WebContext, ui: SimpleNamespace) -> None:

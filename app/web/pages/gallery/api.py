@@ -102,25 +102,25 @@ class GalleryActions:
     def tag(self, uid, name, body):
         with self.ctx.Session() as s:
             res = tags.add_tag(s, uid, _pid(body), _text(body, "tag", 80), _text(body, "label", 4))
-            return {**res, "html": self._notes(s, res["puzzle_id"])}
+            return {**res, "html": self._notes(s, res["puzzle_id"], name)}
 
     def untag(self, uid, name, body):
         with self.ctx.Session() as s:
             tags.remove_tag(s, uid, _pid(body), _text(body, "tag", 80), _text(body, "label", 4))
-            return {"html": self._notes(s, _pid(body))}
+            return {"html": self._notes(s, _pid(body), name)}
 
     def comment(self, uid, name, body):
         with self.ctx.Session() as s:
             res = tags.add_comment(s, uid, _pid(body), _text(body, "text"), _text(body, "label", 4))
-            return {**res, "html": self._notes(s, res["puzzle_id"])}
+            return {**res, "html": self._notes(s, res["puzzle_id"], name)}
 
     def notes(self, uid, name, body):
         with self.ctx.Session() as s:
-            return {"html": self._notes(s, _pid(body))}
+            return {"html": self._notes(s, _pid(body), name)}
 
-    @staticmethod
-    def _notes(s, pid: str) -> str:
-        return str(render("notes.html", puzzle_id=pid, notes=tags.notes_of(s, pid), blind=False))
+    def _notes(self, s, pid: str, name: str) -> str:
+        return str(render("notes.html", puzzle_id=pid, notes=tags.notes_of(s, pid), blind=False,
+                          removable=self.ctx.auth.role_of(name) in tags.TAG_ROLES))
 
 
 def register(app: FastAPI, ctx: WebContext) -> None:

@@ -1,15 +1,22 @@
-// The gallery's client (app/web/pages/gallery/page.py): the side panel, the grid of cards, the pager,
-// selection and the bulk bar, all from the JSON API (/gallery/api/<action>, app/web/pages/gallery/api.py).
-// The query (filters, sort, page) lives in the page's URL, so a view opens by its address; a saved
-// view opens by name (?view=name). Selection: a card's box (click or tap), shift for a range, x or
-// Space on a focused card (shift+x a range), or "all that match". Enter opens the card's frames large
-// (static/lightbox.js).
+// The gallery's client (app/web/pages/gallery/page.py): the side panel, the grid of cards (the next
+// page loaded when the last card nears the viewport), selection and the bulk bar, all from the JSON
+// API (/gallery/api/<action>, app/web/pages/gallery/api.py).
+// The query (filters, sort, first card) lives in the page's URL, so a view opens by its address; a
+// saved view opens by name (?view=name). Selection: a card's box (click or tap), shift for a range, x
+// or Space on a focused card (shift+x a range), or "all that match". Enter opens the card's frames
+// large (static/lightbox.js).
+//
+// Mounted on any page's <div id="mvp-gallery" data-gallery-api="/gallery/api/">; its data attributes:
+// data-gallery-url="hash" keeps the query after #gallery instead of in the page's own query string
+// (the Curate page's), data-gallery-lazy="1" waits for window.mvpGallery.start() (a hidden mount),
+// data-gallery-open="curate" opens a card's puzzle in the Curate page's one-puzzle view in place.
 (function () {
   "use strict";
   if (window.mvpGallery) return;
   const LIST = ["video", "status", "kind", "tag"];
-  const ONE = ["curator", "run", "model", "q", "sort"];
-  let query = {}, ids = [], total = 0, can = {}, started = false;
+  const ONE = ["curator", "run", "model", "audit", "q", "sort"];
+  const MAX_LIMIT = 200;                 // the API's most cards per request
+  let query = {}, ids = [], total = 0, can = {}, started = false, loadingMore = false, observer = null;
   let selected = new Set(), allMatch = false, lastIndex = null, seq = 0;
   const $ = (id) => document.getElementById(id);
   const root = () => $("mvp-gallery");
@@ -33,7 +40,7 @@
     if (undo) {
       const b = document.createElement("button");
       b.type = "button"; b.className = "mvp-btn"; b.id = "mvp-gundo"; b.textContent = "Undo";
-      b.onclick = () => run(async () => { const r = await call("undo", { batch_id: undo }); await load(); say(r.msg); });
+      b.onclick = () => run(async () => { const r = await call("undo", { batch_id: undo }); await load(false, true); say(r.msg); });
       d.append(" ", b);
     }
     box.append(d);
@@ -44,12 +51,20 @@
   }
 
   // ---- the query <-> the URL and the panel ------------------------------------------------------
+  const inHash = () => root() && root().dataset.galleryUrl === "hash";
+  function params() {
+    if (!inHash()) return new URLSearchParams(location.search);
+    const h = location.hash;
+    return new URLSearchParams(h.startsWith("#gallery?") ? h.slice("#gallery?".length) : "");
+  }
+
   function fromUrl() {
-    const p = new URLSearchParams(location.search), q = {};
+    const p = params(), q = {};
     for (const k of LIST) if (p.getAll(k).length) q[k] = p.getAll(k);
     for (const k of ONE) if (p.get(k)) q[k] = p.get(k);
     if (p.get("desc") === "1") q.desc = true;
     if (p.get("offset")) q.offset = Number(p.get("offset")) || 0;
+    if (p.get("limit")) q.limit = Math.min(MAX_LIMIT, Math.max(1, Number(p.get("limit")) || 48));
     return q;
   }
 
@@ -59,8 +74,11 @@
     for (const k of ONE) if (q[k] && !(k === "sort" && q[k] === "id")) p.set(k, q[k]);
     if (q.desc) p.set("desc", "1");
     if (q.offset) p.set("offset", String(q.offset));
-    const url = location.pathname + (p.toString() ? "?" + p : "");
-    if (url !== location.pathname + location.search) history[push ? "pushState" : "replaceState"](null, "", url);
+    if (q.limit) p.set("limit", String(q.limit));
+    const keep = location.hash.startsWith("#gallery") ? "#gallery" : location.hash;   // the host page's own
+    const url = inHash() ? location.pathname + location.search + (p.toString() ? "#gallery?" + p : keep)
+      : location.pathname + (p.toString() ? "?" + p : "") + location.hash;
+    if (url !== location.pathname + location.search + location.hash) history[push ? "pushState" : "replaceState"](null, "", url);
   }
 
   function fromPanel() {
@@ -82,19 +100,57 @@
   }
 
   // ---- the grid ---------------------------------------------------------------------------------
-  async function load(push) {
+  // `keep`: reload as many cards as are shown now (after a bulk action or a note), not one page
+  async function load(push, keep) {
     const mine = ++seq;
-    const data = await call("page", { query });
+    const limit = keep ? Math.min(MAX_LIMIT, Math.max(ids.length, query.limit || 48)) : query.limit;
+    const data = await call("page", { query: limit ? { ...query, limit } : query });
     if (mine !== seq) return;            // a newer request is on its way: its answer wins
     ids = data.ids; total = data.total;
     $("mvp-ggrid").innerHTML = data.grid;
-    const st = Object.entries(data.by_status).filter(([, n]) => n).map(([s, n]) => `${s} ${n}`).join(" · ");
-    const from = ids.length ? (query.offset || 0) + 1 : 0, to = (query.offset || 0) + ids.length;
-    $("mvp-gcount").textContent = `${from}–${to} of ${total}` + (st ? ` (${st})` : "");
-    $("mvp-gprev").disabled = !(query.offset > 0);
-    $("mvp-gnext").disabled = to >= total;
+    count(data.by_status);
     toUrl(query, push);
     paintSelection();
+    watchLast();
+  }
+
+  let byStatus = {};
+  function count(st) {
+    if (st) byStatus = st;
+    const text = Object.entries(byStatus).filter(([, n]) => n).map(([s, n]) => `${s} ${n}`).join(" · ");
+    const from = ids.length ? (query.offset || 0) + 1 : 0, to = (query.offset || 0) + ids.length;
+    $("mvp-gcount").textContent = `${from}–${to} of ${total}` + (text ? ` (${text})` : "");
+    $("mvp-gprev").hidden = !(query.offset > 0);
+    $("mvp-gnext").disabled = to >= total;
+    $("mvp-gnext").hidden = to >= total;
+  }
+
+  // the next page, appended: the URL keeps the first card's offset, so "n of total", a range and
+  // "all that match" mean what they meant with pages
+  async function more() {
+    const from = (query.offset || 0) + ids.length;
+    if (loadingMore || from >= total) return;
+    loadingMore = true;
+    const mine = seq;
+    try {
+      const data = await call("page", { query: { ...query, offset: from } });
+      if (mine !== seq) return;          // the query changed meanwhile: that load wins
+      if (data.ids.length) $("mvp-ggrid").insertAdjacentHTML("beforeend", data.grid);
+      ids = ids.concat(data.ids); total = data.total;
+      count(data.by_status);
+      paintSelection();
+    } finally { loadingMore = false; }
+    watchLast();
+  }
+
+  function watchLast() {
+    if (!("IntersectionObserver" in window)) return;     // the More button still works
+    if (!observer) observer = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting)) run(more);
+    }, { rootMargin: "0px 0px 600px 0px" });
+    observer.disconnect();
+    const all = cards();
+    if (all.length && (query.offset || 0) + ids.length < total) observer.observe(all[all.length - 1]);
   }
 
   function setQuery(q, push) {
@@ -102,9 +158,9 @@
     return run(() => load(push));
   }
 
-  function page(step) {
+  function back() {
     const limit = query.limit || 48;
-    query = { ...query, offset: Math.max(0, (query.offset || 0) + step * limit) };
+    query = { ...query, offset: Math.max(0, (query.offset || 0) - limit) };
     return run(() => load(true));
   }
 
@@ -151,7 +207,7 @@
     await run(async () => {
       const r = await call("bulk", body);
       selected.clear(); allMatch = false;
-      await load();
+      await load(false, true);
       say(r.msg, "info", r.batch_id);
       if (action === "tag") refreshPanel();
     });
@@ -175,7 +231,7 @@
     await run(async () => {
       const r = await call(action, { puzzle_id: pid, label: $("mvp-gnote-label").value.trim(), ...extra });
       $("mvp-gdetail-notes").innerHTML = r.html;
-      await load();
+      await load(false, true);
     });
   }
 
@@ -207,8 +263,7 @@
         <section class="mvp-gmain">
           <div id="mvp-gmsg" aria-live="polite"></div>
           <div class="mvp-gbar"><span id="mvp-gcount"></span>
-            <button type="button" class="mvp-btn" id="mvp-gprev">← Prev</button>
-            <button type="button" class="mvp-btn" id="mvp-gnext">Next →</button>
+            <button type="button" class="mvp-btn" id="mvp-gprev" title="start a page earlier">← Earlier</button>
             <button type="button" class="mvp-btn mvp-gfilters" id="mvp-gtoggle" aria-controls="mvp-gside">Filters</button></div>
           <div id="mvp-gbulk" class="mvp-gbulk" hidden><b id="mvp-gsel-n"></b>
             <button type="button" class="mvp-btn" id="mvp-gall"></button>
@@ -220,13 +275,14 @@
             <span class="mvp-gtagger"><input id="mvp-gtag" placeholder="tag" maxlength="40" aria-label="tag">
             <button type="button" class="mvp-btn" id="mvp-gdotag">Tag</button></span></div>
           <div id="mvp-ggrid" class="mvp-ggrid"></div>
+          <div class="mvp-gmore"><button type="button" class="mvp-btn" id="mvp-gnext">More ↓</button></div>
           <div id="mvp-gdetail" class="mvp-gdetail" hidden><b>Notes on <code id="mvp-gdetail-id"></code></b>
             <div id="mvp-gdetail-notes"></div>
-            <label>on distractor <input id="mvp-gnote-label" maxlength="4" size="3" placeholder="(puzzle)"></label>
+            <span class="mvp-gwrite"><label>on distractor <input id="mvp-gnote-label" maxlength="4" size="3" placeholder="(puzzle)"></label>
             <span class="mvp-gtagger"><input id="mvp-gnote-tag" placeholder="tag" maxlength="40" aria-label="add a tag">
             <button type="button" class="mvp-btn" id="mvp-gnote-addtag">Add tag</button></span>
             <textarea id="mvp-gnote-text" rows="2" maxlength="2000" placeholder="comment" aria-label="comment"></textarea>
-            <button type="button" class="mvp-btn" id="mvp-gnote-comment">Comment</button>
+            <button type="button" class="mvp-btn" id="mvp-gnote-comment">Comment</button></span>
             <button type="button" class="mvp-btn" id="mvp-gdetail-close">Close</button></div>
         </section>
       </div>`;
@@ -234,8 +290,8 @@
 
   function bind() {
     const on = (id, fn) => { $(id).onclick = fn; };
-    on("mvp-gprev", () => page(-1));
-    on("mvp-gnext", () => page(1));
+    on("mvp-gprev", () => back());
+    on("mvp-gnext", () => run(more));
     on("mvp-gtoggle", () => $("mvp-gside").classList.toggle("open"));
     on("mvp-gall", () => { allMatch = true; paintSelection(); });
     on("mvp-gnone", () => { allMatch = false; selected.clear(); paintSelection(); });
@@ -244,6 +300,10 @@
     on("mvp-grequeue", () => bulk("requeue"));
     on("mvp-gdotag", () => bulk("tag"));
     on("mvp-gdetail-close", () => { $("mvp-gdetail").hidden = true; });
+    $("mvp-gdetail-notes").addEventListener("click", (e) => {
+      const x = e.target.closest(".mvp-untag");
+      if (x) { e.preventDefault(); note("untag", { tag: x.dataset.tag, label: x.dataset.label || "" }); }
+    });
     on("mvp-gnote-addtag", () => note("tag", { tag: $("mvp-gnote-tag").value }));
     on("mvp-gnote-comment", () => note("comment", { text: $("mvp-gnote-text").value }).then(() => { $("mvp-gnote-text").value = ""; }));
     const side = $("mvp-gside");
@@ -267,7 +327,11 @@
       const tag = e.target.closest(".mvp-tag");
       if (tag) { e.preventDefault(); const q = { tag: [tag.dataset.tag] }; toPanel(q); setQuery(q, true); return; }
       const c = e.target.closest(".mvp-gcomments, .mvp-gnotes");
-      if (c) { e.preventDefault(); openNotes(c.closest(".mvp-gcard").dataset.puzzleId); }
+      if (c) { e.preventDefault(); openNotes(c.closest(".mvp-gcard").dataset.puzzleId); return; }
+      const link = e.target.closest(".mvp-gid");
+      if (link && root().dataset.galleryOpen === "curate" && window.mvpCurateView) {
+        e.preventDefault(); window.mvpCurateView.openPuzzle(link.closest(".mvp-gcard").dataset.puzzleId);
+      }
     });
     grid.addEventListener("keydown", (e) => {
       const card = e.target.closest && e.target.closest(".mvp-gcard");
@@ -280,7 +344,10 @@
         if (all[i]) { e.preventDefault(); all[i].focus(); }
       }
     });
-    window.addEventListener("popstate", () => { query = fromUrl(); toPanel(query); setQuery(query); });
+    window.addEventListener("popstate", () => {
+      if (inHash() && !location.hash.startsWith("#gallery")) return;     // the host page's own history
+      query = fromUrl(); toPanel(query); setQuery(query);
+    });
   }
 
   async function start() {
@@ -296,7 +363,9 @@
       for (const [cls, ok] of [["mvp-gjudge", can.judge], ["mvp-gtagger", can.tag]])
         for (const el of document.querySelectorAll("#mvp-gbulk ." + cls)) el.hidden = !ok;
       $("mvp-grequeue").hidden = !can.requeue;
-      const view = new URLSearchParams(location.search).get("view");
+      for (const el of document.querySelectorAll("#mvp-gdetail .mvp-gwrite")) el.hidden = !can.tag;
+      root().dataset.canTag = can.tag ? "1" : "";
+      const view = params().get("view");
       if (view) { await openView(view); return; }
       query = fromUrl();
       toPanel(query);
@@ -304,10 +373,13 @@
     });
   }
 
-  window.mvpGallery = { start, state: () => ({ query, ids: ids.slice(), total, selected: [...selected], allMatch }) };
-  if (root()) start();
+  // reload: the cards shown now, re-read (a host page changed what they show, e.g. the Data page's audit)
+  window.mvpGallery = { start, reload: () => started && run(() => load(false, true)),
+                        state: () => ({ query, ids: ids.slice(), total, selected: [...selected], allMatch }) };
+  const eager = () => root() && root().dataset.galleryLazy !== "1";
+  if (root()) { if (eager()) start(); }
   else {
-    const obs = new MutationObserver(() => { if (root()) { obs.disconnect(); start(); } });
+    const obs = new MutationObserver(() => { if (root()) { obs.disconnect(); if (eager()) start(); } });
     obs.observe(document.documentElement, { childList: true, subtree: true });
   }
 })();

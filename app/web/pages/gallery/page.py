@@ -27,10 +27,13 @@ def grid_html(rows: list[dict], offset: int) -> str:
 
 def panel_html(ctx: WebContext) -> str:
     """The side panel with the store's own choices: videos by file name, distractor kinds, tags,
-    curators (and admins), runs with stored answers."""
+    curators (and admins), runs with stored answers; and the audit flags (any, none, not audited,
+    one shortcut solver)."""
     from db.models.runs import Rollout, Run
     from db.review.browse import option_kinds, video_names
+    from db.puzzles.audit_results import FLAGS
     from db.review.tags import all_tags
+    from mvp_core.synth.audit import SHORTCUTS
     with ctx.Session() as s:
         videos = sorted(video_names(s).items(), key=lambda kv: kv[1])
         kinds = option_kinds(s)
@@ -42,7 +45,8 @@ def panel_html(ctx: WebContext) -> str:
         tags = all_tags(s)
     return render("gallery_panel.html", sorts=list(SORTS), statuses=[(x, x) for x in STATUSES],
                   videos=videos, kinds=[(k, k) for k in kinds], tags=[(t, t) for t in tags],
-                  curators=curators, runs=runs)
+                  curators=curators, runs=runs,
+                  audit_flags=[*FLAGS.items(), *((n, f"solved by {n}") for n in SHORTCUTS)])
 
 
 def build(ctx: WebContext) -> gr.Blocks:
