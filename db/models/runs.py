@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from db.models.base import Base, BigId, utcnow
@@ -60,7 +60,9 @@ class Rollout(Base):
     set_name: Mapped[str | None] = mapped_column(String(128), nullable=True)
     split: Mapped[str | None] = mapped_column(String(16), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    __table_args__ = (UniqueConstraint("run_id", "checkpoint_id", "puzzle_id", "sample_index"),)
+    __table_args__ = (UniqueConstraint("run_id", "checkpoint_id", "puzzle_id", "sample_index"),
+                      # a run's mean exact per puzzle from the index alone: the gallery's model filter
+                      Index("ix_rollouts_run_puzzle_exact", "run_id", "puzzle_id", "exact"))
 
 
 class Evaluation(Base):

@@ -13,7 +13,7 @@ Set-based rather than `submit_verdict` per puzzle: 10,000 puzzles are a few stat
 fault leaves nothing half done."""
 from __future__ import annotations
 
-from sqlalchemy import bindparam, delete, func, insert, select, tuple_, update
+from sqlalchemy import delete, func, select, tuple_
 from sqlalchemy.orm import Session
 
 from db.chunks import in_chunks
@@ -21,6 +21,7 @@ from db.models import Option, Puzzle, utcnow
 from db.models.curation import Lease, OptionVerdict, PuzzleVerdict, ReviewState, User, VerdictEvent
 from db.models.gallery import BulkBatch, PuzzleTag
 from db.review.access import check_may_judge_all
+from db.review.bulk_rows import among, id_chunks, insert_rows, update_rows
 from db.review.gallery import MAX_MATCH
 from db.review.queue import derive_status, overlap_k, sync_queue
 from db.review.tags import check_may_tag, clean_tag, insert_tags
@@ -43,8 +44,8 @@ def _check_ids(session: Session, ids) -> list[str]:
         raise UserError("no puzzles selected")
     if len(ids) > MAX_MATCH:
         raise UserError(f"at most {MAX_MATCH} puzzles at once, not {len(ids)}")
-    for chunk in in_chunks(ids):
-        found = set(session.scalars(select(Puzzle.id).where(Puzzle.id.in_(chunk))))
+    for chunk in id_chunks(session, ids):
+        found = set(session.scalars(select(Puzzle.id).where(among(session, Puzzle.id, chunk))))
         missing = next((p for p in chunk if p not in found), None)
         if missing is not None:
             raise UserError(f"no puzzle {missing[:40]!r}")
@@ -55,29 +56,25 @@ def _lock(session: Session, ids: list[str]) -> None:
     """Row-lock the puzzles' queue entries in id order (as `submit_verdict` locks one), so a bulk
     action and single verdicts on the same puzzles recount in turn."""
     sync_queue(session)
-    for chunk in in_chunks(sorted(ids)):
-        session.execute(select(ReviewState.puzzle_id).where(ReviewState.puzzle_id.in_(chunk))
+    for chunk in id_chunks(session, sorted(ids)):
+        session.execute(select(ReviewState.puzzle_id).where(among(session, ReviewState.puzzle_id, chunk))
                         .order_by(ReviewState.puzzle_id).with_for_update())
 
 
 def _recount(session: Session, ids: list[str]) -> None:
     """Recount the puzzles' review counters and status from their verdicts with the same rule as one
-    verdict's recount (`derive_status`): one grouped count and one executemany UPDATE per chunk (a
+    verdict's recount (`derive_status`): one grouped count and one UPDATE of many rows per chunk (a
     correlated count per row was planned as a scan of a table the batch had just grown on PostgreSQL)."""
     k = overlap_k(session)
-    rs = ReviewState.__table__
-    stmt = update(rs).where(rs.c.puzzle_id == bindparam("pid")).values(
-        n_accept=bindparam("n_acc"), n_reviews=bindparam("n_rev"), status=bindparam("st"))
-    for chunk in in_chunks(ids):
+    for chunk in id_chunks(session, ids):
         counts: dict[str, dict[str, int]] = {p: {} for p in chunk}
         for p, v, n in session.execute(select(PuzzleVerdict.puzzle_id, PuzzleVerdict.verdict, func.count())
-                                       .where(PuzzleVerdict.puzzle_id.in_(chunk))
+                                       .where(among(session, PuzzleVerdict.puzzle_id, chunk))
                                        .group_by(PuzzleVerdict.puzzle_id, PuzzleVerdict.verdict)):
             counts[p][v] = n
-        rows = [{"pid": p, "n_acc": c.get("accept", 0), "n_rev": c.get("accept", 0) + c.get("reject", 0),
-                 "st": derive_status(c.get("accept", 0), c.get("reject", 0), k)} for p, c in counts.items()]
-        if rows:
-            session.execute(stmt, rows)
+        update_rows(session, ReviewState.__table__, "puzzle_id", [
+            {"puzzle_id": p, "n_accept": c.get("accept", 0), "n_reviews": c.get("accept", 0) + c.get("reject", 0),
+             "status": derive_status(c.get("accept", 0), c.get("reject", 0), k)} for p, c in counts.items()])
 
 
 def _batch(session: Session, user: User, action: str, reason: str) -> BulkBatch:
@@ -135,10 +132,10 @@ def _verdicts(session: Session, user: User, ids: list[str], verdict: str, reason
     _lock(session, ids)
     after = {"verdict": verdict, "reason": reason, "seconds": 0.0}
     events, changed = [], []
-    for chunk in in_chunks(ids):
+    for chunk in id_chunks(session, ids):
         cur = {v.puzzle_id: _state(v) for v in session.execute(
             select(PuzzleVerdict.puzzle_id, PuzzleVerdict.verdict, PuzzleVerdict.reason, PuzzleVerdict.seconds)
-            .where(PuzzleVerdict.user_id == user.id, PuzzleVerdict.puzzle_id.in_(chunk)))}
+            .where(PuzzleVerdict.user_id == user.id, among(session, PuzzleVerdict.puzzle_id, chunk)))}
         for p in chunk:
             before = cur.get(p)
             if before is None or (before["verdict"], before["reason"]) != (verdict, reason):
@@ -146,10 +143,9 @@ def _verdicts(session: Session, user: User, ids: list[str], verdict: str, reason
                 events.append({"user_id": user.id, "puzzle_id": p, "label": None, "action": "set",
                                "before": before, "after": after, "created_at": t, "batch_id": batch_id})
     _set_verdicts(session, user.id, {p: after for p in changed}, t)
-    if events:
-        session.execute(insert(VerdictEvent.__table__), events)
-    for chunk in in_chunks(changed):
-        session.execute(delete(Lease).where(Lease.user_id == user.id, Lease.puzzle_id.in_(chunk)),
+    insert_rows(session, VerdictEvent.__table__, events)
+    for chunk in id_chunks(session, changed):
+        session.execute(delete(Lease).where(Lease.user_id == user.id, among(session, Lease.puzzle_id, chunk)),
                         execution_options=NO_SYNC)
     _recount(session, changed)
     return changed
@@ -158,12 +154,12 @@ def _verdicts(session: Session, user: User, ids: list[str], verdict: str, reason
 def _set_verdicts(session: Session, user_id: int, states: dict[str, dict | None], t) -> None:
     """Make the user's current verdict on each puzzle the given state (None: no verdict)."""
     ids = list(states)
-    for chunk in in_chunks(ids):
+    for chunk in id_chunks(session, ids):
         session.execute(delete(PuzzleVerdict).where(PuzzleVerdict.user_id == user_id,
-                                                    PuzzleVerdict.puzzle_id.in_(chunk)), execution_options=NO_SYNC)
-    rows = [{"puzzle_id": p, "user_id": user_id, "created_at": t, **s} for p, s in states.items() if s is not None]
-    if rows:
-        session.execute(insert(PuzzleVerdict.__table__), rows)
+                                                    among(session, PuzzleVerdict.puzzle_id, chunk)),
+                        execution_options=NO_SYNC)
+    insert_rows(session, PuzzleVerdict.__table__, [{"puzzle_id": p, "user_id": user_id, "created_at": t, **s}
+                                                    for p, s in states.items() if s is not None])
 
 
 def _requeue(session: Session, user: User, ids: list[str], reason: str, batch_id: int) -> list[str]:
@@ -172,16 +168,16 @@ def _requeue(session: Session, user: User, ids: list[str], reason: str, batch_id
     t = utcnow()
     _lock(session, ids)
     heads, cleared, changed = [], [], []
-    for chunk in in_chunks(ids):
+    for chunk in id_chunks(session, ids):
         states = {p: (st, n, a) for p, st, n, a in session.execute(
             select(ReviewState.puzzle_id, ReviewState.status, ReviewState.n_reviews, ReviewState.n_accept)
-            .where(ReviewState.puzzle_id.in_(chunk)))}
+            .where(among(session, ReviewState.puzzle_id, chunk)))}
         pvs = session.execute(select(PuzzleVerdict.puzzle_id, PuzzleVerdict.user_id, PuzzleVerdict.verdict,
                                      PuzzleVerdict.reason, PuzzleVerdict.seconds)
-                              .where(PuzzleVerdict.puzzle_id.in_(chunk)).order_by(PuzzleVerdict.id)).all()
+                              .where(among(session, PuzzleVerdict.puzzle_id, chunk)).order_by(PuzzleVerdict.id)).all()
         ovs = session.execute(select(OptionVerdict.puzzle_id, OptionVerdict.user_id, OptionVerdict.label,
                                      OptionVerdict.verdict, OptionVerdict.reason_code, OptionVerdict.note)
-                              .where(OptionVerdict.puzzle_id.in_(chunk)).order_by(OptionVerdict.id)).all()
+                              .where(among(session, OptionVerdict.puzzle_id, chunk)).order_by(OptionVerdict.id)).all()
         n_cleared: dict[str, int] = {}
         for v in pvs:
             n_cleared[v.puzzle_id] = n_cleared.get(v.puzzle_id, 0) + 1
@@ -200,11 +196,12 @@ def _requeue(session: Session, user: User, ids: list[str], reason: str, batch_id
                               "before": {"status": st, "n_reviews": n, "n_accept": a},
                               "after": {"status": "pending", "reason": reason, "cleared": n_cleared[p]},
                               "created_at": t, "batch_id": batch_id})
-        session.execute(delete(PuzzleVerdict).where(PuzzleVerdict.puzzle_id.in_(chunk)), execution_options=NO_SYNC)
-        session.execute(delete(OptionVerdict).where(OptionVerdict.puzzle_id.in_(chunk)), execution_options=NO_SYNC)
+        session.execute(delete(PuzzleVerdict).where(among(session, PuzzleVerdict.puzzle_id, chunk)),
+                        execution_options=NO_SYNC)
+        session.execute(delete(OptionVerdict).where(among(session, OptionVerdict.puzzle_id, chunk)),
+                        execution_options=NO_SYNC)
     for rows in (heads, cleared):
-        if rows:
-            session.execute(insert(VerdictEvent.__table__), rows)
+        insert_rows(session, VerdictEvent.__table__, rows)
     _recount(session, changed)
     return changed
 
@@ -245,14 +242,14 @@ def _undo_events(session: Session, b: BulkBatch, t) -> dict:
     _lock(session, ids)
     cur_pv: dict[tuple, dict] = {}
     cur_ov: set[tuple] = set()
-    for chunk in in_chunks(ids):
+    for chunk in id_chunks(session, ids):
         for v in session.execute(select(PuzzleVerdict.puzzle_id, PuzzleVerdict.user_id, PuzzleVerdict.verdict,
                                         PuzzleVerdict.reason, PuzzleVerdict.seconds)
-                                 .where(PuzzleVerdict.puzzle_id.in_(chunk))):
+                                 .where(among(session, PuzzleVerdict.puzzle_id, chunk))):
             cur_pv[(v.puzzle_id, v.user_id)] = _state(v)
         cur_ov |= {tuple(r) for r in session.execute(select(OptionVerdict.puzzle_id, OptionVerdict.user_id,
                                                             OptionVerdict.label)
-                                                     .where(OptionVerdict.puzzle_id.in_(chunk)))}
+                                                     .where(among(session, OptionVerdict.puzzle_id, chunk)))}
     pv_states: dict[int, dict[str, dict | None]] = {}
     ov_rows, undo_rows, kept = [], [], 0
     for e in evs:
@@ -277,11 +274,10 @@ def _undo_events(session: Session, b: BulkBatch, t) -> dict:
         _set_verdicts(session, uid, states, t)
     if ov_rows:
         opt_ids = _option_ids(session, {(e.puzzle_id, e.label) for e, _ in ov_rows})
-        session.execute(insert(OptionVerdict.__table__), [
+        insert_rows(session, OptionVerdict.__table__, [
             {"puzzle_id": e.puzzle_id, "label": e.label, "user_id": e.user_id, "created_at": t,
              "option_id": opt_ids[(e.puzzle_id, e.label)], **s} for e, s in ov_rows])
-    if undo_rows:
-        session.execute(insert(VerdictEvent.__table__), undo_rows)
+    insert_rows(session, VerdictEvent.__table__, undo_rows)
     _recount(session, ids)
     return {"n_restored": len(undo_rows), "n_kept": kept}
 

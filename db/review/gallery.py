@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
-from sqlalchemy import and_, func, select, union
+from sqlalchemy import and_, exists, func, select, union
 from sqlalchemy.orm import Session
 
 from db.chunks import in_chunks
@@ -77,9 +77,11 @@ def parse_query(raw: dict | None) -> GalleryQuery:
         raise GalleryQuery.user_error(e) from None
 
 
-def _conditions(q: GalleryQuery) -> list:
+def _conditions(q: GalleryQuery, dialect: str) -> list:
     """The filters as conditions on a review_state row (one per puzzle: the migrations' trigger adds
-    it). Each is an IN over an index range of its own table (docs/BENCHMARKS.md, "Gallery")."""
+    it). Each is an IN over an index range of its own table, or, for a filter most puzzles pass
+    (distractor kind, the model's result on SQLite), a lookup per row, so the page stops at its last
+    card instead of gathering every match first (docs/BENCHMARKS.md, "Gallery")."""
     pid = ReviewState.puzzle_id
     conds = []
     if q.video:
@@ -91,14 +93,21 @@ def _conditions(q: GalleryQuery) -> list:
         conds.append(pid.in_(select(PuzzleVerdict.puzzle_id).where(PuzzleVerdict.user_id == who,
                                                                    PuzzleVerdict.verdict.in_(DECISIVE))))
     if q.kind:
-        conds.append(pid.in_(select(Option.puzzle_id).where(Option.kind.in_(q.kind))))
+        # EXISTS: PostgreSQL plans it as the same semi-join as IN; SQLite probes the (kind, puzzle_id) index
+        conds.append(exists().where(Option.kind.in_(q.kind), Option.puzzle_id == pid))
     if q.tag:
         conds.append(pid.in_(select(PuzzleTag.puzzle_id).where(PuzzleTag.tag.in_([t.lower() for t in q.tag]))))
     if q.run and q.model:
-        mean = func.avg(Rollout.exact)
-        scored = (select(Rollout.puzzle_id).where(Rollout.run_id == q.run).group_by(Rollout.puzzle_id)
-                  .having(mean >= MODEL_RIGHT if q.model == "right" else mean < MODEL_RIGHT))
-        conds.append(pid.in_(scored))
+        def right(mean):     # no answer: a NULL mean, neither right nor wrong
+            return mean >= MODEL_RIGHT if q.model == "right" else mean < MODEL_RIGHT
+        if dialect == "sqlite":
+            # the mean per row from the (run_id, puzzle_id, exact) index; PostgreSQL would run this
+            # subquery once per row, so there the grouped set is joined as a whole
+            conds.append(right(select(func.avg(Rollout.exact)).where(
+                Rollout.run_id == q.run, Rollout.puzzle_id == pid).scalar_subquery()))
+        else:
+            conds.append(pid.in_(select(Rollout.puzzle_id).where(Rollout.run_id == q.run)
+                                 .group_by(Rollout.puzzle_id).having(right(func.avg(Rollout.exact)))))
     if q.audit:
         conds.append(flag_condition(q.audit, pid))
     if q.q.strip():
@@ -113,13 +122,13 @@ def _conditions(q: GalleryQuery) -> list:
     return conds
 
 
-def _filtered(cols, q: GalleryQuery, puzzles: bool = True):
+def _filtered(session: Session, cols, q: GalleryQuery, puzzles: bool = True):
     """SELECT cols over the review_state rows the query matches, joined to puzzles when `puzzles` or a
     filter reads them (the count per status of an unfiltered or status-only query needs no join)."""
     stmt = select(*cols).select_from(ReviewState)
     if puzzles or q.video:
         stmt = stmt.join(Puzzle, Puzzle.id == ReviewState.puzzle_id)
-    conds = _conditions(q)
+    conds = _conditions(q, session.get_bind().dialect.name)
     return stmt.where(and_(*conds)) if conds else stmt
 
 
@@ -136,11 +145,11 @@ def gallery_page(session: Session, q: GalleryQuery) -> dict:
     match, None without a run or an answer), and audit (the shortcut solvers that solve it, None when
     it has not been audited)."""
     rows = session.execute(
-        _filtered([ReviewState.puzzle_id, Puzzle.video_id, ReviewState.status, ReviewState.n_reviews,
+        _filtered(session, [ReviewState.puzzle_id, Puzzle.video_id, ReviewState.status, ReviewState.n_reviews,
                    ReviewState.n_accept, Puzzle.record_json], q)
         .order_by(*_order(q)).offset(q.offset).limit(q.limit)).all()
     by_status = dict(session.execute(
-        _filtered([ReviewState.status, func.count()], q, puzzles=False).group_by(ReviewState.status)).all())
+        _filtered(session, [ReviewState.status, func.count()], q, puzzles=False).group_by(ReviewState.status)).all())
     names = dict(session.execute(select(Video.id, Video.path).where(Video.id.in_({r[1] for r in rows}))).all())
     ids = [r[0] for r in rows]
     tags, n_comments = tags_of(session, ids), comment_counts(session, ids)
@@ -163,7 +172,7 @@ def gallery_page(session: Session, q: GalleryQuery) -> dict:
 
 def matching_ids(session: Session, q: GalleryQuery, limit: int = MAX_MATCH) -> list[str]:
     """The ids of every puzzle the query matches, in its order (what "all that match" acts on)."""
-    return list(session.scalars(_filtered([ReviewState.puzzle_id], q).order_by(*_order(q)).limit(limit)))
+    return list(session.scalars(_filtered(session, [ReviewState.puzzle_id], q).order_by(*_order(q)).limit(limit)))
 
 
 def model_exact(session: Session, run: str, ids: list[str]) -> dict[str, float]:

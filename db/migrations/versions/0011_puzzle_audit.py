@@ -1,16 +1,16 @@
 """The shortcut audit per puzzle (db/models/audit.py): one row per puzzle and solver of the latest
 audit that covered the puzzle (docs/store.md, "Audit per puzzle").
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0011
+Revises: 0010
 """
 from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0010'
-down_revision = '0009'
+revision = '0011'
+down_revision = '0010'
 branch_labels = None
 depends_on = None
 
