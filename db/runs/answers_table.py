@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.engine import Engine
 
-from db.analytics.cache import StoreCopy, store_copy
+from db.analytics.cache import StoreCopy, built, store_copy
 from db.runs.rollout_views import parse_source
 from mvp_core.reward import TERMS
 from mvp_core.stats.bootstrap import cluster_sums_cis
@@ -117,6 +117,11 @@ def _filters(q: AnswersQuery) -> tuple[str, list]:
         where.append("(contains(lower(puzzle), ?) OR contains(lower(coalesce(video, '')), ?))")
         params += [q.search.lower()] * 2
     return " AND ".join(where), params
+
+
+def ready(engine: Engine) -> bool:
+    """Whether a page is quick now: False before the process's first copy of the store is built."""
+    return built(engine)
 
 
 def _copy(engine: Engine) -> StoreCopy | None:
