@@ -28,6 +28,30 @@ _ROLLOUT_COLS = [("id", "BIGINT"), ("run_id", "VARCHAR"), ("puzzle_id", "VARCHAR
                  ("length", "BIGINT")]
 
 
+MEMO_SIZE = 256    # answers `StoreCopy.memo` keeps (a page of 25 rows, a few hundred groups each)
+
+# The stamp of the store: each insert-only table's last id, the puzzle count, and the whole contents
+# of the two small tables that may change in place. One statement, one snapshot, one round trip:
+# what every call pays when nothing changed (`StoreCopy.refresh`). The small tables' rows are
+# aggregated in no fixed order, so an unchanged table may (rarely) read as changed: one more
+# re-pull, never a stale copy.
+_STAMP_KEYS = ("options", "events", "rollouts", "set_items", "puzzles", "users", "runs")
+
+
+def _last(col):
+    return select(func.max(col)).scalar_subquery()
+
+
+def _rows_text(a, b):
+    return select(func.aggregate_strings(a + "\x1f" + b, "\x1e")).scalar_subquery()
+
+
+_STAMP = select(_last(Option.id), _last(VerdictEvent.id), _last(Rollout.id), _last(SetItem.id),
+                select(func.count()).select_from(Puzzle).scalar_subquery(),
+                _rows_text(cast(User.id, Text), User.name),
+                _rows_text(Run.id, func.coalesce(Run.set_name, "")))
+
+
 class StoreCopy:
     """Per-database DuckDB copy of the insert-only tables, grown by the rows past each table's last id.
     `pv`/`ov` (current puzzle/option verdicts) are kept up to date from each new batch of events."""
@@ -38,10 +62,15 @@ class StoreCopy:
         self.db = duckdb.connect()
         self.cursor = {"options": 0, "events": 0, "rollouts": 0, "set_items": 0}
         self.n_puzzles = -1
+        self.stamp: tuple | None = None     # the last refresh's `_STAMP` row
+        self.refreshes = self.skipped = 0   # refreshes that pulled / found nothing changed (tests read them)
         self.tables: set[str] = set()
         # tables other modules derive from the copy (name -> `version()` when built): rebuilt only
         # when the copy has grown since (db/runs/answers_table.py)
         self.derived: dict[str, tuple] = {}
+        # answers other modules computed from the copy, keyed with the `version` they were computed
+        # at (`memo`): a repeated question costs nothing until the tables it reads grow
+        self._memo: dict = {}
         self.db.execute('CREATE TABLE pv (user_id BIGINT, pk UBIGINT, verdict VARCHAR, "seconds" DOUBLE, '
                         'created_at TIMESTAMP)')
         # ov = the current option *rejects* (a keep, or no row, never counts); it carries its option's
@@ -59,23 +88,33 @@ class StoreCopy:
                         "reason_code VARCHAR)")
 
     def refresh(self) -> None:
+        """Bring the copy up to date with the store. One cheap statement (`_stamp`) says whether
+        anything changed since the last refresh; only then are the changed tables pulled. The stamp
+        is read on every call, never skipped for a while, so a write that committed before this call
+        (by this process or another) is always in the copy after it."""
         with self.lock, self.engine.connect() as conn:
-            self._pull(conn, "options", Option.id,
+            stamp = conn.execute(_STAMP).one()
+            if stamp == self.stamp:
+                self.skipped += 1
+                return
+            last = dict(zip(_STAMP_KEYS, stamp))
+            self._pull(conn, "options", Option.id, last["options"],
                        select(Option.id, Option.puzzle_id, Option.label, Option.kind, Option.difficulty),
                        _OPTION_COLS, self._options)
             # JSON and timestamps come as text (no per-row Python parsing); DuckDB parses them.
-            self._pull(conn, "events", VerdictEvent.id,
+            self._pull(conn, "events", VerdictEvent.id, last["events"],
                        select(VerdictEvent.id, VerdictEvent.user_id, VerdictEvent.puzzle_id, VerdictEvent.label,
                               cast(VerdictEvent.after, Text), cast(VerdictEvent.created_at, Text)),
                        _EVENT_COLS, self._events)
-            self._pull(conn, "rollouts", Rollout.id,
+            self._pull(conn, "rollouts", Rollout.id, last["rollouts"],
                        select(Rollout.id, Rollout.run_id, Rollout.puzzle_id, cast(Rollout.chosen_labels, Text),
                               Rollout.total, Rollout.exact, Rollout.checkpoint_id, Rollout.sample_index,
                               Rollout.format, Rollout.selection, Rollout.order, Rollout.advantage,
                               func.length(Rollout.completion)),
                        _ROLLOUT_COLS, self._rollouts)
-            self._pull_set_items(conn)
-            n = conn.scalar(select(func.count()).select_from(Puzzle))
+            if last["set_items"] is not None and last["set_items"] > self.cursor["set_items"]:
+                self._pull_set_items(conn)
+            n = last["puzzles"]
             if n != self.n_puzzles:   # puzzles are only ever added; re-pull the small id->video map
                 self.db.register("_delta", arrow_table(conn, select(Puzzle.id, Puzzle.video_id), ["id", "video_id"]))
                 self.db.execute("CREATE OR REPLACE TABLE puzzles AS SELECT hash(id) AS pk, id, video_id FROM _delta")
@@ -84,8 +123,17 @@ class StoreCopy:
                 self.n_puzzles = n
                 # videos come with their puzzles: the file name the answers table shows
                 self._replace("videos", arrow_table(conn, select(Video.id, Video.path), ["id", "path"]))
-            self._replace("users", arrow_table(conn, select(User.id, User.name), ["id", "name"]))
-            self._replace("runs", arrow_table(conn, select(Run.id, Run.set_name), ["id", "set_name"]))
+            # users and runs may change in place (a run re-indexed, an account deleted): their
+            # contents are in the stamp, and a change re-pulls the whole (small) table
+            if self.stamp is None or last["users"] != self.stamp_of("users"):
+                self._replace("users", arrow_table(conn, select(User.id, User.name), ["id", "name"]))
+            if self.stamp is None or last["runs"] != self.stamp_of("runs"):
+                self._replace("runs", arrow_table(conn, select(Run.id, Run.set_name), ["id", "set_name"]))
+            self.stamp = stamp
+            self.refreshes += 1
+
+    def stamp_of(self, key: str):
+        return None if self.stamp is None else self.stamp[_STAMP_KEYS.index(key)]
 
     def _replace(self, name: str, t: pa.Table) -> None:
         self.db.register("_delta", t)
@@ -113,8 +161,8 @@ class StoreCopy:
         finally:
             adbc.close()
 
-    def _pull(self, conn, key, id_col, stmt, cols, transform=None) -> None:
-        last = conn.scalar(select(func.max(id_col)))
+    def _pull(self, conn, key, id_col, last: int | None, stmt, cols, transform=None) -> None:
+        """Append the rows past the table's cursor; `last`: its largest id in the stamp."""
         if last is None or last <= self.cursor[key]:
             return
         if key == "events" and self.cursor[key] == 0:
@@ -248,9 +296,25 @@ class StoreCopy:
         self._append("set_options", "SELECT set_name, hash(puzzle_id) AS pk, label, kind FROM _delta")
         self.db.unregister("_delta")
 
-    def version(self) -> tuple:
-        """Changes whenever a refresh pulled new rows (every pulled table is insert-only)."""
-        return (*self.cursor.values(), self.n_puzzles)
+    def version(self, *tables: str) -> tuple:
+        """Changes whenever a refresh pulled new rows into any of `tables` (keys of `cursor`, or
+        "puzzles", whose refresh also brings the videos; all of them when none is named). Every
+        pulled table is insert-only, so an unchanged version means unchanged contents."""
+        now = {**self.cursor, "puzzles": self.n_puzzles}
+        return tuple(now[t] for t in (tables or now))
+
+    def memo(self, key, version: tuple, compute):
+        """`compute()`'s answer for `key`, computed again only when `version` (what it reads, from
+        `version(...)`) changed since. Call with `lock` held. Bounded: the oldest answers go first."""
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        value = compute()
+        self._memo.pop(key, None)
+        self._memo[key] = (version, value)
+        while len(self._memo) > MEMO_SIZE:
+            self._memo.pop(next(iter(self._memo)))
+        return value
 
     def query(self, sql: str, params: list | None = None) -> list[dict]:
         with self.lock:
@@ -261,6 +325,13 @@ class StoreCopy:
 
 _caches: dict[str, StoreCopy] = {}
 _caches_lock = threading.Lock()
+
+
+def built(engine: Engine) -> bool:
+    """Whether this process already holds a copy of the engine's database (the first call builds
+    it: every row pulled, tens of seconds at 10^5 answers; later calls pull only what is new)."""
+    c = _caches.get(engine.url.render_as_string(hide_password=False))
+    return c is not None and c.stamp is not None
 
 
 def store_copy(engine: Engine) -> StoreCopy:

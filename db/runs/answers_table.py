@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.engine import Engine
 
-from db.analytics.cache import StoreCopy, store_copy
+from db.analytics.cache import StoreCopy, built, store_copy
 from db.runs.rollout_views import parse_source
 from mvp_core.reward import TERMS
 from mvp_core.stats.bootstrap import cluster_sums_cis
@@ -55,7 +55,7 @@ def _derive(c: StoreCopy, src: tuple[str, int | None], start: tuple[str, int | N
     start model's exact on the puzzle; STEM_p, one row per puzzle. Every page, filter and group is
     then a plain scan of one of them. Call with `c.lock` held."""
     stem = "at_" + hashlib.sha1(repr((src, start)).encode()).hexdigest()[:16]
-    if c.derived.get(stem) == c.version():
+    if c.derived.get(stem) == _version(c):
         return stem
 
     def where(s: tuple[str, int | None]) -> tuple[str, list]:
@@ -93,8 +93,14 @@ def _derive(c: StoreCopy, src: tuple[str, int | None], start: tuple[str, int | N
                avg(length) AS length, any_value(kind_list) AS kind_list, any_value(kinds) AS kinds,
                any_value(start_exact) AS start_exact
         FROM {stem}_a GROUP BY puzzle""")
-    c.derived[stem] = c.version()
+    c.derived[stem] = _version(c)
     return stem
+
+
+def _version(c: StoreCopy) -> tuple:
+    """What the derived tables read: answers, puzzles (with their videos) and options (the kinds).
+    A verdict, a user or a set does not rebuild them."""
+    return c.version("rollouts", "puzzles", "options")
 
 
 def _filters(q: AnswersQuery) -> tuple[str, list]:
@@ -111,6 +117,11 @@ def _filters(q: AnswersQuery) -> tuple[str, list]:
         where.append("(contains(lower(puzzle), ?) OR contains(lower(coalesce(video, '')), ?))")
         params += [q.search.lower()] * 2
     return " AND ".join(where), params
+
+
+def ready(engine: Engine) -> bool:
+    """Whether a page is quick now: False before the process's first copy of the store is built."""
+    return built(engine)
 
 
 def _copy(engine: Engine) -> StoreCopy | None:
@@ -137,10 +148,14 @@ def page(engine: Engine, source_key: str, q: AnswersQuery, start_key: str | None
     tie = "puzzle" if q.level == "puzzle" else "puzzle, sample"
     with c.lock:
         table = _derive(c, src, parse_source(start_key)) + ("_p" if q.level == "puzzle" else "_a")
-        n = c.query(f"SELECT count(*) AS n FROM {table} WHERE {where}", params)[0]["n"]
-        rows = c.query(f"""SELECT {cols} FROM {table} WHERE {where}
-                           ORDER BY "{q.sort}" {direction}, {tie} LIMIT ? OFFSET ?""", params + [q.limit, q.offset])
-    return rows, int(n)
+
+        def compute():
+            n = c.query(f"SELECT count(*) AS n FROM {table} WHERE {where}", params)[0]["n"]
+            return c.query(f"""SELECT {cols} FROM {table} WHERE {where}
+                               ORDER BY "{q.sort}" {direction}, {tie} LIMIT ? OFFSET ?""",
+                           params + [q.limit, q.offset]), int(n)
+        rows, n = c.memo(("page", table, q.model_dump_json()), _version(c), compute)
+    return [dict(r) for r in rows], n
 
 
 def kinds(engine: Engine, source_key: str) -> list[str]:
@@ -150,7 +165,8 @@ def kinds(engine: Engine, source_key: str) -> list[str]:
         return []
     with c.lock:
         stem = _derive(c, src, None)
-        return [r["kind"] for r in c.query(f"SELECT DISTINCT unnest(kind_list) AS kind FROM {stem}_p ORDER BY kind")]
+        return list(c.memo(("kinds", stem), _version(c), lambda: [
+            r["kind"] for r in c.query(f"SELECT DISTINCT unnest(kind_list) AS kind FROM {stem}_p ORDER BY kind")]))
 
 
 def groups(engine: Engine, source_key: str, by: str, q: AnswersQuery, start_key: str | None = None) -> list[dict]:
@@ -165,24 +181,32 @@ def groups(engine: Engine, source_key: str, by: str, q: AnswersQuery, start_key:
         return []
     where, params = _filters(q)
     key = "video" if by == "video" else "unnest(CASE WHEN len(kind_list) = 0 THEN ['none'] ELSE kind_list END)"
-    cols = 'puzzle, video_id, exact, total, format, selection, "order", length, start_exact'
     with c.lock:
         stem = _derive(c, src, parse_source(start_key))
-        # per (group, video) sums, gathered into one list per group: what the bootstrap resamples,
-        # so no answer comes into Python
-        rows = c.query(f"""WITH e AS (SELECT {key} AS grp, {cols} FROM {stem}_a WHERE {where}),
-            v AS (SELECT grp, video_id, count(*) AS answers, count(DISTINCT puzzle) AS puzzles,
-                         sum(exact) AS exact, sum(total) AS total, sum(format) AS format,
-                         sum(selection) AS selection, sum("order") AS "order", sum(length) AS length,
-                         sum(start_exact) AS start_sum, count(start_exact) AS start_n
-                  FROM e GROUP BY grp, video_id)
-            SELECT grp, count(*) AS videos, sum(puzzles) AS puzzles, sum(answers) AS answers,
-                   sum(format) / sum(answers) AS format, sum(selection) / sum(answers) AS selection,
-                   sum("order") / sum(answers) AS "order", sum(length) / sum(answers) AS length,
-                   sum(start_sum) / nullif(sum(start_n), 0) AS start_exact,
-                   list(exact ORDER BY video_id) AS exact_sums, list(total ORDER BY video_id) AS total_sums,
-                   list(answers ORDER BY video_id) AS counts
-            FROM v GROUP BY grp ORDER BY grp""", params)
+        # the intervals change only when the derived tables do: a repeated grouping (paging, a sort,
+        # back to a filter seen before) costs a lookup
+        out = c.memo(("groups", stem, by, where, tuple(params)), _version(c),
+                     lambda: _group_rows(c, stem, key, where, params))
+    return [dict(g) for g in out]
+
+
+def _group_rows(c: StoreCopy, stem: str, key: str, where: str, params: list) -> list[dict]:
+    cols = 'puzzle, video_id, exact, total, format, selection, "order", length, start_exact'
+    # per (group, video) sums, gathered into one list per group: what the bootstrap resamples,
+    # so no answer comes into Python
+    rows = c.query(f"""WITH e AS (SELECT {key} AS grp, {cols} FROM {stem}_a WHERE {where}),
+        v AS (SELECT grp, video_id, count(*) AS answers, count(DISTINCT puzzle) AS puzzles,
+                     sum(exact) AS exact, sum(total) AS total, sum(format) AS format,
+                     sum(selection) AS selection, sum("order") AS "order", sum(length) AS length,
+                     sum(start_exact) AS start_sum, count(start_exact) AS start_n
+              FROM e GROUP BY grp, video_id)
+        SELECT grp, count(*) AS videos, sum(puzzles) AS puzzles, sum(answers) AS answers,
+               sum(format) / sum(answers) AS format, sum(selection) / sum(answers) AS selection,
+               sum("order") / sum(answers) AS "order", sum(length) / sum(answers) AS length,
+               sum(start_sum) / nullif(sum(start_n), 0) AS start_exact,
+               list(exact ORDER BY video_id) AS exact_sums, list(total ORDER BY video_id) AS total_sums,
+               list(answers ORDER BY video_id) AS counts
+        FROM v GROUP BY grp ORDER BY grp""", params)
     out = []
     for r in rows:
         exact, total = cluster_sums_cis([r.pop("exact_sums"), r.pop("total_sums")], r.pop("counts"))

@@ -19,8 +19,8 @@ from starlette.concurrency import run_in_threadpool
 from app.web.auth import Forbidden
 from app.web.common import WebContext
 from app.web.limits import not_text
+from app.web.pages.rollouts import choices as picks
 from app.web.pages.rollouts.page import PAGE, opening, view
-from db.runs import rollout_views as rd
 from mvp_core.errors import UserError
 
 PREFIX = "/rollouts/api"
@@ -44,7 +44,7 @@ def answer(ctx: WebContext, left: str | None, right: str | None, pid: str | None
         o = opening(ctx)
         left, right, pid = o.left, o.right or None, o.puzzle
     with ctx.Session() as s:
-        known = {k for _, k in rd.sources(s)}
+        known = {k for _, k in picks.sources(s)}
     for name, key in (("left", left), ("right", right)):
         if key is not None and key not in known:
             raise UserError(f"bad request: {name} is not a model version with stored answers")

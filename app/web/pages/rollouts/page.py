@@ -20,6 +20,7 @@ import gradio as gr
 
 from app.web.common import WebContext, esc, guard, msg_html, nav_html
 from app.web.pages.rollouts import eval as rollouts_eval, steer as rollouts_steer
+from app.web.pages.rollouts import choices as picks
 from app.web.pages.rollouts import playground as rollouts_playground, table as rollouts_table
 from app.web.pages.stats import eval as stats_eval
 from app.web.pages.rollouts.view import group_html, puzzle_html, run_html
@@ -57,7 +58,7 @@ class Opening:
 def opening(ctx: WebContext) -> Opening:
     """The page's default selection (its load event and the view API's default view)."""
     with ctx.Session() as s:
-        choices = rd.sources(s)
+        choices = picks.sources(s)
         lft = choices[0][1] if choices else None
         rgt = _default_right(s, choices, lft)
     vids, vid = videos_for(ctx, lft)
@@ -89,14 +90,14 @@ def puzzles_for(ctx: WebContext, left: str | None, vid: str | None):
     if not left or not vid:
         return gr.update(choices=[], value=None), None
     with ctx.Session() as s:
-        ps = rd.puzzles(s, left, vid)
+        ps = picks.puzzles(s, left, vid)
     first = ps[0].puzzle_id if ps else None
     return gr.update(choices=[(p.label, p.puzzle_id) for p in ps], value=first), first
 
 
 def videos_for(ctx: WebContext, left: str | None):
     with ctx.Session() as s:
-        vids = rd.videos(s, left) if left else []
+        vids = picks.videos(s, left) if left else []
     first = vids[0][1] if vids else None
     return gr.update(choices=vids, value=first), first
 
@@ -172,7 +173,7 @@ class RolloutsHandlers:
         """[right, video, puzzle] for a new left version."""
         with guard(self.ctx, request, PAGE):
             with self.ctx.Session() as s:
-                rgt = right_for(s, rd.sources(s), lft, rgt)
+                rgt = right_for(s, picks.sources(s), lft, rgt)
             vids, vid = videos_for(self.ctx, lft)
             pzs, _ = puzzles_for(self.ctx, lft, vid)
             return [gr.update(value=rgt), vids, pzs]

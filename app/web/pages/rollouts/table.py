@@ -12,6 +12,7 @@ import gradio as gr
 from pydantic import ValidationError
 
 from app.web.common import WebContext, form_number, guard, msg_html, whole_number
+from app.web.pages.rollouts import choices as picks
 from db.runs import answers_table as at
 from db.runs import rollout_views as rd
 from mvp_core.errors import UserError
@@ -32,6 +33,10 @@ ANSWER_COLUMNS = [("puzzle", "puzzle"), ("video", "video"), ("sample", "sample")
                   ("kinds", "distractor kinds"), ("start_exact", "start model exact")]
 GROUP_COLUMNS = ["group", "videos", "puzzles", "answers", "exact [95% CI]", "total [95% CI]", "format",
                  "selection", "order", "length", "start model exact"]
+
+
+BUILDING = ('<span class="mvp-muted" id="ro-t-building">building the answers table: the first use since the '
+            'server started reads every stored answer once…</span>')
 
 
 def _cell(v):
@@ -135,8 +140,8 @@ class TableHandlers:
             except (ValidationError, ValueError, OverflowError) as e:
                 raise UserError(f"answers table: {_one_line(e)}") from None
             with self.ctx.Session() as s:
-                start = rd.start_source(s, left, [k for _, k in rd.sources(s)])
-                videos = rd.videos(s, left)
+                start = rd.start_source(s, left, [k for _, k in picks.sources(s)])
+                videos = picks.videos(s, left)
                 start_note = f" · start model: {rd.source_label(s, start)}" if start else " · no start-model answers"
             rows, n = at.page(self._engine(), left, q, start)
             last = max(1, -(-n // PAGE_ROWS))
@@ -158,6 +163,15 @@ class TableHandlers:
                     gr.update(value={"headers": GROUP_COLUMNS, "data": _group_rows(grp) or [[""] * len(GROUP_COLUMNS)]},
                               visible=bool(group_by)),
                     ""]
+
+    def fill_stream(self, left, level, sort, descending, video, kind, result, search, group_by, page_no,
+                    request: gr.Request):
+        """`fill`, first showing that the table is being built when this server has not read the
+        answers yet (the first use since it started: every answer is pulled, seconds at 10^5), so
+        the table says so at once instead of staying blank."""
+        if left and not at.ready(self._engine()):
+            yield [gr.skip()] * 4 + [BUILDING] + [gr.skip()] * 3
+        yield self.fill(left, level, sort, descending, video, kind, result, search, group_by, page_no, request)
 
     def _step(self, page_no, request, delta: int):
         """The page number after Previous (delta -1) or Next (+1); a page that is not whole is one line."""
@@ -181,8 +195,8 @@ class TableHandlers:
                 if p is None or not left:
                     return gr.skip(), gr.skip()
                 vid = p.video_id
-                vids = rd.videos(s, left)
-                summaries = rd.puzzles(s, left, vid)
+                vids = picks.videos(s, left)
+                summaries = picks.puzzles(s, left, vid)
             return (gr.update(choices=vids, value=vid),
                     gr.update(choices=[(x.label, x.puzzle_id) for x in summaries], value=pid))
 
@@ -215,6 +229,6 @@ def wire_table(t: TableUI, h: TableHandlers, left: gr.Dropdown, video: gr.Dropdo
     t.page_no.submit(h.fill, inputs, t.outputs, **fast)
     t.prev.click(h.previous, t.page_no, t.page_no, queue=False).then(h.fill, inputs, t.outputs, **fast)
     t.next.click(h.next, t.page_no, t.page_no, queue=False).then(h.fill, inputs, t.outputs, **fast)
-    loaded.then(h.fill, inputs, t.outputs, **fast)
+    loaded.then(h.fill_stream, inputs, t.outputs, **fast)
     refresh.click(h.fill, inputs, t.outputs, **fast)
     t.rows.select(h.open_row, [left], [video, puzzle], show_progress="hidden").then(None, selection, None, js=OPEN_JS)
