@@ -3,8 +3,9 @@ ran it before), in N pytest-xdist workers (scripts/test.sh today) and the fast s
 Each is pytest's own run from this checkout; the line per variant gives minutes, the pass/fail counts and
 the load average around it (the 2-core machine is often shared; read minutes beside it).
 
-Usage: .venv/bin/python bench/suite_time.py [--variants serial,parallel,fast] [--workers 2] [--json OUT]
-Run scripts/setup_tests.sh first (the runs time pytest only, not the setup). The serial suite alone took
+Usage: .venv/bin/python bench/suite_time.py [--variants serial,parallel,fast] [--workers 2] [--json OUT] [--costs]
+--costs also rewrites testkit/suite_costs.json from the parallel run's per-file seconds (the order in which
+tests/conftest.py hands files to the workers: longest first). Run scripts/setup_tests.sh first (the runs time pytest only, not the setup). The serial suite alone took
 21 min on the idle 2-core machine (docs/BENCHMARKS.md, "The demo" row); the whole set takes its three runs."""
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from testkit.measure import load_avg  # noqa: E402
+from testkit.suite_order import COSTS, costs_from_junit  # noqa: E402
 
 FAST = ["-m", "not slow and not browser and not serve"]      # scripts/test.sh --fast
 
@@ -29,8 +32,10 @@ def variants(workers: int) -> dict[str, list[str]]:
     return {"serial": [], "parallel": par, "fast": FAST + par}
 
 
-def run(extra: list[str]) -> dict:
+def run(extra: list[str], junit: Path | None = None) -> dict:
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra]
+    if junit is not None:
+        cmd.append(f"--junitxml={junit}")
     before, t0 = load_avg(), time.perf_counter()
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -45,6 +50,7 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", default="serial,parallel,fast")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--costs", action="store_true", help="rewrite testkit/suite_costs.json from the parallel run")
     args = ap.parse_args(argv)
     table = variants(args.workers)
     names = [v.strip() for v in args.variants.split(",") if v.strip()]
@@ -54,7 +60,11 @@ def main(argv=None) -> int:
         return 2
     results = {}
     for name in names:
-        results[name] = res = run(table[name])
+        junit = Path(tempfile.mkdtemp()) / "junit.xml" if args.costs and name == "parallel" else None
+        results[name] = res = run(table[name], junit)
+        if junit is not None and res["rc"] == 0:
+            COSTS.write_text(json.dumps(costs_from_junit(junit), indent=1) + "\n")
+            print(f"wrote {COSTS.relative_to(ROOT)} (the longest: {next(iter(costs_from_junit(junit)))})")
         print(f"{name:9s} {res['wall_min']:6.2f} min  {res['summary']}  (load {res['load_before']} -> "
               f"{res['load_after']})", flush=True)
     if "serial" in results and "parallel" in results:

@@ -35,6 +35,13 @@ if WORKER:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+def pytest_configure(config):
+    # pytest-xdist's loadfile hands out files largest test count first unless told not to, which puts
+    # a one-test file of several minutes last (the other worker then idles); the order is set below
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         defs = item._fixtureinfo.name2fixturedefs      # the fixture a name resolves to for this test
@@ -43,7 +50,8 @@ def pytest_collection_modifyitems(config, items):
             if any(d.func.__module__.startswith("fixtures_") for d in defs.get(name, ())[-1:]):
                 item.add_marker(FIXTURE_MARKS[name])
     if WORKER:
-        # files holding slow tests first, so no long file starts last while the other worker idles
-        # (a stable sort: each file keeps its own order, and every worker sorts alike as xdist requires)
-        slow_files = {i.nodeid.split("::")[0] for i in items if i.get_closest_marker("slow")}
-        items.sort(key=lambda i: i.nodeid.split("::")[0] not in slow_files)
+        # longest files first (testkit/suite_order.py), so no long file starts last while the other worker
+        # idles (a stable sort: each file keeps its own order, and every worker sorts alike as xdist requires)
+        from testkit.suite_order import file_costs
+        cost = file_costs(items)
+        items.sort(key=lambda i: -cost[i.nodeid.split("::")[0]])
