@@ -82,20 +82,44 @@ def test_delete_keeps_work_and_the_last_admin(store_db):
         assert s.query(PuzzleVerdict).filter_by(user_id=worker).count() == 1
 
 
-def test_cli_disable_enable_delete(empty_store_any, tmp_path):
+def _users_cli(kind: str, capsys):
+    """`mvp users ...` as (returncode, stdout, stderr): on SQLite as its own process (the real command line:
+    entry point, exit code, stderr), on PostgreSQL through the same app.cli main in this process (the
+    engine is what differs; an interpreter start per command costs more than the command)."""
+    import subprocess
+
+    from app.cli.main import main
+
+    def run(*argv):
+        if kind == "sqlite":
+            return run_mvp("users", *argv, check=False)
+        capsys.readouterr()
+        rc = main(["users", *map(str, argv)])
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(argv, rc, out.out, out.err)
+    return run
+
+
+def test_cli_disable_enable_delete(empty_store_any, tmp_path, capsys):
     S, url = empty_store_any.Session, empty_store_any.url
+    users = _users_cli(empty_store_any.kind, capsys)
     _add(S, "root", "admin")
     uid = _add(S, "cli-user")
     token = _session_for(S, uid)
     db = ["--db", url, "--data", tmp_path / "data"]
-    out = run_mvp("users", "disable", "cli-user", *db).stdout
+
+    def ok(*argv) -> str:
+        r = users(*argv, *db)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        return r.stdout
+    out = ok("disable", "cli-user")
     assert "cli-user is now disabled" in out and _who(S, token) is None
-    assert "disabled" in run_mvp("users", "list", *db).stdout.split("cli-user", 1)[1].splitlines()[0]
-    assert "cli-user is now enabled" in run_mvp("users", "enable", "cli-user", *db).stdout
-    r = run_mvp("users", "disable", "root", *db, check=False)
+    assert "disabled" in ok("list").split("cli-user", 1)[1].splitlines()[0]
+    assert "cli-user is now enabled" in ok("enable", "cli-user")
+    r = users("disable", "root", *db)
     assert r.returncode != 0 and "only enabled admin" in r.stderr and "Traceback" not in r.stderr
-    assert "deleted cli-user" in run_mvp("users", "delete", "cli-user", *db).stdout
-    r = run_mvp("users", "delete", "cli-user", *db, check=False)
+    assert "deleted cli-user" in ok("delete", "cli-user")
+    r = users("delete", "cli-user", *db)
     assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and "no user named" in r.stderr
 
 
