@@ -295,4 +295,5 @@ class DocumentedConfig(BaseModel):
             if kind.startswith(prefix):
                 return UserError(f"{key} must be {what}, got {value!r}")
         where = ".".join(loc) or "config"
-        return UserError(f"{where}: {err['msg']} (got {value!r})")
+        msg = err["msg"].removeprefix("Value error, ")     # a validator's own ValueError text, as written
+        return UserError(f"{where}: {msg} (got {value!r})")

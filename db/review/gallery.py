@@ -12,7 +12,6 @@ from collections import Counter
 from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator
-from pydantic_core import PydanticCustomError
 from sqlalchemy import and_, exists, func, select, union
 from sqlalchemy.orm import Session
 
@@ -63,8 +62,7 @@ class GalleryQuery(DocumentedConfig):
         try:
             return check_flag(v)
         except UserError:
-            raise PydanticCustomError("audit_flag", "must be one of {choices}",
-                                      {"choices": ", ".join(AUDIT_CHOICES)}) from None
+            raise ValueError(f"must be one of {', '.join(AUDIT_CHOICES)}") from None
 
 
 def parse_query(raw: dict | None) -> GalleryQuery:
