@@ -1,6 +1,7 @@
-"""How the bulk paths (db/review/bulk.py) send many ids and many rows: on PostgreSQL a list of ids is
-one array parameter (`= ANY(...)`) and many rows are one INSERT or UPDATE over `unnest` of one array
-per column; elsewhere (SQLite, in process) ids go in `db.chunks` chunks and rows by executemany.
+"""How the bulk paths (db/review/bulk.py; tags.py insert_tags) send many ids and many rows: on
+PostgreSQL a list of ids is one array parameter (`= ANY(...)`) and many rows are one INSERT or UPDATE
+over `unnest` of one array per column; elsewhere (SQLite, in process) ids go in `db.chunks` chunks
+and rows by executemany.
 
 Why: on PostgreSQL each 500-id IN list is a statement to parse and plan, and executemany sends and
 binds every row, so 10,000 puzzles were seconds per step (docs/BENCHMARKS.md, "Gallery"); one array

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from db.chunks import in_chunks
 from db.models import Option, Puzzle, utcnow
 from db.models.curation import User
 from db.models.gallery import PuzzleComment, PuzzleTag
+from db.review.bulk_rows import among, id_chunks, insert_rows
 from db.txn import run_txn
 from mvp_core.errors import UserError
 
@@ -54,13 +55,12 @@ def insert_tags(session: Session, user_id: int, ids: list[str], tag: str, batch_
     """Tag the puzzles that lack the tag (in the caller's transaction); returns those tagged now."""
     t = utcnow()
     new: list[str] = []
-    for chunk in in_chunks(ids):
+    for chunk in id_chunks(session, ids):
         have = set(session.scalars(select(PuzzleTag.puzzle_id).where(
-            PuzzleTag.puzzle_id.in_(chunk), PuzzleTag.label == "", PuzzleTag.tag == tag)))
+            among(session, PuzzleTag.puzzle_id, chunk), PuzzleTag.label == "", PuzzleTag.tag == tag)))
         new += [p for p in chunk if p not in have]
-    if new:
-        session.execute(insert(PuzzleTag), [{"puzzle_id": p, "label": "", "tag": tag, "user_id": user_id,
-                                             "batch_id": batch_id, "created_at": t} for p in new])
+    insert_rows(session, PuzzleTag.__table__, [{"puzzle_id": p, "label": "", "tag": tag, "user_id": user_id,
+                                                "batch_id": batch_id, "created_at": t} for p in new])
     return new
 
 
