@@ -2,7 +2,8 @@
 stored answers (25,000 puzzles x G=4 over 500 videos, seven options each) beside its start model's
 100,000 answers on the same puzzles. Times the first call (the analytics copy pulls every row), then
 warm calls: sorted pages per puzzle and per answer, a filtered page, and the groups by video and by
-distractor kind with their bootstrap intervals. Target: each sorted or grouped query p95 < 300 ms.
+distractor kind with their bootstrap intervals, each repeat a query not asked before (nothing kept
+serves it), and a repeated query (kept). Target: each sorted or grouped query p95 < 300 ms.
 
 Usage: .venv/bin/python bench/web_answers_table.py [--engines sqlite,postgresql] [--puzzles 25000]
        [--repeats 20]"""
@@ -69,24 +70,36 @@ def run(kind: str, n: int, repeats: int) -> list[dict]:
         start = source_key("r1", None)
         print(f"{kind}: stored {2 * n * G} answers in {time.perf_counter() - t:.1f}s", flush=True)
         Q = at.AnswersQuery
+        # Each repeat asks for something not asked before (another page, another search), so the
+        # copy's kept answers (db/analytics/cache.py StoreCopy.memo) never serve it: what a
+        # researcher paging or filtering waits for. The "again" rows repeat one query: the stamp
+        # statement plus a lookup, what a re-render or a second tab costs.
         cases = {
-            "first call (pull every row), puzzle rows sorted by total": lambda: at.page(
+            "first call (pull every row), puzzle rows sorted by total": lambda i: at.page(
                 eng, key, Q(sort="total", descending=True), start),
-            "puzzle rows sorted by total, page 40": lambda: at.page(
-                eng, key, Q(sort="total", descending=True, offset=1950), start),
-            "puzzle rows sorted by start model exact": lambda: at.page(eng, key, Q(sort="start_exact"), start),
-            "answer rows sorted by advantage": lambda: at.page(
-                eng, key, Q(level="answer", sort="advantage", descending=True), start),
-            "puzzle rows filtered (kind random, wrong, search)": lambda: at.page(
-                eng, key, Q(kind="random", result="wrong", search="p00000000000000001"), start),
-            "groups by video (500, bootstrap each)": lambda: at.groups(eng, key, "video", Q(), start),
-            "groups by distractor kind": lambda: at.groups(eng, key, "kind", Q(), start),
+            "puzzle rows sorted by total, a new page each time": lambda i: at.page(
+                eng, key, Q(sort="total", descending=True, offset=25 * (i + 1), limit=25), start),
+            "puzzle rows sorted by start model exact, a new page each time": lambda i: at.page(
+                eng, key, Q(sort="start_exact", offset=25 * (i + 1), limit=25), start),
+            "answer rows sorted by advantage, a new page each time": lambda i: at.page(
+                eng, key, Q(level="answer", sort="advantage", descending=True, offset=25 * i, limit=25), start),
+            "puzzle rows filtered (kind random, wrong, a new search each time)": lambda i: at.page(
+                eng, key, Q(kind="random", result="wrong", search=f"{i:03d}"), start),
+            "groups by video (500, bootstrap each), a new search each time": lambda i: at.groups(
+                eng, key, "video", Q(search=f"{i:02d}"), start),
+            "groups by distractor kind, a new search each time": lambda i: at.groups(
+                eng, key, "kind", Q(search=f"{i:02d}"), start),
+            "groups by distractor kind, unfiltered": lambda i: at.groups(eng, key, "kind", Q(), start),
+            "groups by distractor kind, again (kept)": lambda i: at.groups(eng, key, "kind", Q(), start),
+            "puzzle rows sorted by total, page 1 again (kept)": lambda i: at.page(
+                eng, key, Q(sort="total", descending=True), start),
         }
         for name, fn in cases.items():
             times = []
-            for _ in range(1 if name.startswith("first") else repeats):
+            n_rep = 1 if name.startswith(("first", "groups by distractor kind, unfiltered")) else repeats
+            for i in range(n_rep):
                 t = time.perf_counter()
-                res = fn()
+                res = fn(i)
                 times.append(time.perf_counter() - t)
             rows = len(res[0]) if isinstance(res, tuple) else len(res)
             r = {"engine": kind, "query": name, "answers_in_version": n * G, "rows": rows,
