@@ -35,6 +35,11 @@ LOGIN_FIELDS = 8                     # the login form has four (username, passwo
 LOGIN_FIELD_BYTES = 8 * 1024         # its longest field, `next`, is cut at MAX_NEXT anyway
 GRADIO_MAX_FILE = "1kb"              # no page takes uploads (the guard refuses the route); a second line
 GRADIO_DELETE_CACHE = (3600, 3600)   # Gradio's temporary files older than an hour go, hourly
+# Gradio's queue polls for work every 1 ms (events) and 10 ms (progress) when it has none, per page: an idle
+# server with its seven pages burned ~11% of a core at rest. 10 ms / 50 ms keeps an event's wait under 10 ms
+# and the server at rest near 1% (docs/BENCHMARKS.md, "Server CPU at rest").
+GRADIO_QUEUE_IDLE_POLL_S = 0.01
+GRADIO_PROGRESS_IDLE_POLL_S = 0.05
 HEAD = ('<link rel="icon" href="/favicon.ico"><link rel="stylesheet" href="/static/studio.css">'
         '<script src="/static/lightbox.js" defer></script>')   # any frame opens large (static/lightbox.js)
 
@@ -233,12 +238,22 @@ def _mount_pages(app: FastAPI, ctx: WebContext, builders: dict) -> None:
         from app.web.faults import gradio_handlers
         blocks = keep_state(build(ctx))     # a user error: one line, every component kept as it was
         blocks.queue(default_concurrency_limit=8)
+        _slow_idle_polling(blocks)
         blocks.delete_cache = GRADIO_DELETE_CACHE
         gr.mount_gradio_app(app, blocks, path=f"/{page}", auth_dependency=_page_user(page),
                             head=SESSION_SCRIPT + _head(BY_PATH[page]),
                             footer_links=[], ssr_mode=False, show_error=True, max_file_size=GRADIO_MAX_FILE,
                             blocked_paths=[str(ctx.data_dir)], enable_monitoring=False,
                             app_kwargs={"exception_handlers": gradio_handlers(app.state.health)})
+
+
+def _slow_idle_polling(blocks: gr.Blocks) -> None:
+    """Gradio has no setting for its queue's idle polling; its Queue keeps the intervals as attributes."""
+    queue = getattr(blocks, "_queue", None)
+    for name, seconds in (("sleep_when_free", GRADIO_QUEUE_IDLE_POLL_S),
+                          ("progress_update_sleep_when_free", GRADIO_PROGRESS_IDLE_POLL_S)):
+        if hasattr(queue, name):
+            setattr(queue, name, seconds)
 
 
 def _page_user(page: str):
