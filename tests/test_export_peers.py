@@ -48,6 +48,7 @@ def _check_row_images(out: Path, rec: dict, paths: list[str], data_dir: Path) ->
     assert not masked & {_sha(out / p) for p in paths[:len(ctx)]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("store_db", ["sqlite"], indirect=True)
 def test_verl_rlhf_dataset_and_reward_loader(store_db, tmp_path):
     """verl's RLHFDataset keeps every row (its over-long filter on, as by default) with one image per
@@ -86,6 +87,7 @@ def test_verl_rlhf_dataset_and_reward_loader(store_db, tmp_path):
         assert scores[pid, right] == 1.0 and scores[pid, wrong] < 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("store_db", ["sqlite"], indirect=True)
 def test_llamafactory_get_dataset(store_db, tmp_path):
     """LLaMA-Factory's get_dataset (its dataset_info.json parser, sharegpt converter, qwen2_vl template

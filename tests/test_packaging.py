@@ -83,6 +83,7 @@ def test_the_wheel_holds_every_shipped_file(wheel):
     assert "mvp_files/configs/verl/mvp-grpo-qwen25vl.yaml" in shipped
 
 
+@pytest.mark.serve
 def test_the_wheel_serves_from_a_fresh_environment(installed, tmp_path):
     env_dir = installed
     py = env_dir / "bin" / "python"
@@ -147,6 +148,7 @@ def test_the_reward_imports_from_a_bare_install(wheel, tmp_path):
     assert len(out.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_a_shipped_config_trains_by_name_outside_the_checkout(installed, tiny_model_dir, model_data, tmp_path):
     """`mvp train tiny` in a folder outside the checkout: the installed package's configs/tiny.yaml (its
     reward and loss, which are not the defaults) trains the tiny model for two steps; a name that is no
@@ -177,6 +179,7 @@ def _peer_pins(overlay: str) -> list[str]:
     return [x.split()[1] for x in lines if x.strip() and not x.startswith("#") and x.split()[0] == overlay]
 
 
+@pytest.mark.slow
 def test_the_reward_side_resolves_beside_verls_reward_side(wheel, tmp_path):
     """One environment for the studio's reward and export side (the package without its [studio] extra) and
     verl 0.9.1 with its reward loader's pins (requirements-peers.txt, overlay verl: transformers 5.10.4,

@@ -41,6 +41,7 @@ def _chunks(total: int, size: int = 1024 * 1024):
 ROUTES = ["/login", "/curate/gradio_api/queue/join", "/curate/gradio_api/upload", "/curate/api/load", "/no/such/route"]
 
 
+@pytest.mark.serve
 @pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("chunked", [False, True])
 def test_50_mb_is_refused_before_it_is_read(limit_server, route, chunked):

@@ -38,6 +38,7 @@ def _guess(url: str, name: str, password: str, xff: str | None = None) -> int:
         c.close()
 
 
+@pytest.mark.serve
 def test_unlock_and_forwarded_for_is_not_trusted_by_default(plain_server):
     srv, data, url = plain_server
     # LOGIN_PER_NAME wrong guesses at the owner, each claiming another address: all count against

@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 
+import pytest
 from fixtures_web import ROOT, free_port
 
 
@@ -22,6 +23,7 @@ def _one_line(res: subprocess.CompletedProcess) -> str:
     return err
 
 
+@pytest.mark.serve
 def test_zero_byte_database_is_refused_and_left_as_it_is(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
@@ -39,6 +41,7 @@ def test_new_database_file_is_0600(tmp_path):
     assert stat.S_IMODE((data / "mvp.sqlite").stat().st_mode) == 0o600
 
 
+@pytest.mark.serve
 def test_damaged_pages_are_refused_at_serve_start(tmp_path):
     data = tmp_path / "data"
     res = _mvp("users", "add", "owner", "--role", "admin", "--password", "owner-password-1", "--data", str(data))

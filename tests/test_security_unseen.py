@@ -52,6 +52,7 @@ def one_line_error(r: httpx.Response, status: int) -> str:
     return msg
 
 
+@pytest.mark.serve
 def test_json_strings_that_are_no_text_get_one_line_400(bare):
     """`"\\ud800"` is valid JSON but no UTF-8 text: the SQLite driver raised on it (a 500, and uvicorn
     dropped the connection); a NUL is refused by PostgreSQL. Each is now a 400 with one line, in any

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Threads a page starts while it is built are waited for, so an import in the background counts too.
@@ -22,6 +24,7 @@ print(sorted(m for m in ('torch', 'transformers', 'ray', 'datasets') if m in sys
 """
 
 
+@pytest.mark.slow
 def test_the_built_server_imports_no_training_code(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run([sys.executable, "-c", CODE, str(tmp_path / "data")], cwd=ROOT, env=env,

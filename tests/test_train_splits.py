@@ -35,6 +35,7 @@ def _run(*argv):
     return run_mvp(*argv, check=False, timeout=900)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trainer", ["train", "sft"])
 def test_set_runs_keep_only_train_puzzles(trainer, split_set, tiny_model_dir, tmp_path):
     url, data, split_of = split_set
@@ -66,6 +67,7 @@ def test_set_runs_keep_only_train_puzzles(trainer, split_set, tiny_model_dir, tm
                 assert "outside the trained split train" in res.stderr, res.stderr
 
 
+@pytest.mark.slow
 def test_naming_a_split_trains_on_it_and_says_so(split_set, tiny_model_dir, tmp_path):
     url, data, split_of = split_set
     out = tmp_path / "run"

@@ -64,6 +64,7 @@ def _trl_tags(puzzles: Path, model_dir: Path, out: Path) -> set[str]:
     return set(acc.Tags()["scalars"])
 
 
+@pytest.mark.slow
 def test_grpo_metrics_reach_tensorboard_under_trl_names(tiny_model_dir, model_data, tmp_path):
     data = model_data[0]
     eval_file = data / "puzzles.jsonl"

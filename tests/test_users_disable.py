@@ -100,6 +100,7 @@ def _users_cli(kind: str, capsys):
     return run
 
 
+@pytest.mark.slow
 def test_cli_disable_enable_delete(empty_store_any, tmp_path, capsys):
     S, url = empty_store_any.Session, empty_store_any.url
     users = _users_cli(empty_store_any.kind, capsys)
