@@ -50,3 +50,15 @@ def test_choices_are_read_once_and_follow_every_write(store_db):
         s.execute(update(Run).where(Run.id == RUN).values(kind="rollout"))   # re-indexed in place
         s.commit()
         assert picks.sources(s) == rd.sources(s)
+
+
+def test_puzzle_picker_lists_a_window_and_always_the_chosen_puzzle():
+    many = [rd.PuzzleSummary(f"p{i:05d}", 4, 0.5, 0.1) for i in range(picks.PICKER_MAX * 3)]
+    choices, label = picks.puzzle_picker(many, "p00010")
+    assert [k for _, k in choices] == [x.puzzle_id for x in many[:picks.PICKER_MAX]]
+    assert f"the first {picks.PICKER_MAX} of {len(many)}" in label
+    late = many[-1].puzzle_id          # a puzzle the answers table opened, beyond the window: listed too
+    choices, _ = picks.puzzle_picker(many, late)
+    assert len(choices) == picks.PICKER_MAX + 1 and choices[-1] == (many[-1].label, late)
+    few = many[:3]
+    assert picks.puzzle_picker(few, None) == ([(x.label, x.puzzle_id) for x in few], picks.PUZZLE_LABEL)

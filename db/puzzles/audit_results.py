@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import and_, delete, insert, not_, select
+from sqlalchemy import and_, delete, exists, insert, not_, select
 from sqlalchemy.orm import Session
 
 from db.chunks import in_chunks
@@ -54,14 +54,19 @@ def check_flag(flag: str) -> str:
 
 
 def flag_condition(flag: str, puzzle_id):
-    """The audit flag as one condition on a puzzle id column: each an IN (or NOT IN) over an index
-    range of puzzle_audit."""
+    """The audit flag as one condition on a puzzle id column. "Solved by" is an IN over an index range
+    of puzzle_audit (few puzzles); "audited" is an EXISTS probe of the primary key per row, and the
+    negations are NOT EXISTS, which PostgreSQL plans as an anti-join (a NOT IN over a subquery it cannot,
+    for NULL's sake: it ran for minutes at 100,000 puzzles; docs/BENCHMARKS.md, "Audit per puzzle")."""
+    audited = exists().where(PuzzleAudit.puzzle_id == puzzle_id)
     if flag == "any":
         return puzzle_id.in_(_solved(SHORTCUTS))
     if flag == "none":
-        return and_(puzzle_id.in_(select(PuzzleAudit.puzzle_id)), not_(puzzle_id.in_(_solved(SHORTCUTS))))
+        solved = exists().where(PuzzleAudit.puzzle_id == puzzle_id, PuzzleAudit.solver.in_(SHORTCUTS),
+                                PuzzleAudit.exact >= 1.0)
+        return and_(audited, not_(solved))
     if flag == "unaudited":
-        return not_(puzzle_id.in_(select(PuzzleAudit.puzzle_id)))
+        return not_(audited)
     return puzzle_id.in_(_solved([check_flag(flag)]))
 
 

@@ -18,6 +18,11 @@ from db.models.runs import Checkpoint, Rollout, Run
 from db.runs import rollout_views as rd
 
 KEEP = 64          # (version, video) puzzle lists kept; a few hundred KB at most
+# The puzzle picker lists at most this many of a video's puzzles: at 6,250 a video (100,000 answers) the
+# list alone was most of the Rollouts page's load (docs/web.md, "Speed and memory"); the answers table
+# below it reaches every puzzle, and a puzzle it opens is added to the list.
+PICKER_MAX = 200
+PUZZLE_LABEL = "Puzzle (G answers · mean · std)"
 
 _SEP, _ROW = "\x1f", "\x1e"
 
@@ -85,3 +90,14 @@ def videos(s: Session, key: str) -> list[tuple[str, str]]:
 def puzzles(s: Session, key: str, video_id: str) -> list[rd.PuzzleSummary]:
     """rollout_views.puzzles: the version's puzzles of one video with their answers' mean and std."""
     return list(_of(s).get(s, ("puzzles", key, video_id), lambda: rd.puzzles(s, key, video_id)))
+
+
+def puzzle_picker(summaries: list[rd.PuzzleSummary], chosen: str | None = None) -> tuple[list, str]:
+    """(choices, label) of the puzzle picker: the first PICKER_MAX puzzles, and `chosen` wherever it
+    is; the label says how many the list leaves out."""
+    shown = summaries[:PICKER_MAX]
+    if chosen and all(x.puzzle_id != chosen for x in shown):
+        shown = shown + [x for x in summaries if x.puzzle_id == chosen]
+    label = PUZZLE_LABEL if len(summaries) <= PICKER_MAX else (
+        f"{PUZZLE_LABEL} · the first {PICKER_MAX} of {len(summaries)}: the answers table below opens any")
+    return [(x.label, x.puzzle_id) for x in shown], label

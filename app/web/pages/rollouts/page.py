@@ -92,7 +92,8 @@ def puzzles_for(ctx: WebContext, left: str | None, vid: str | None):
     with ctx.Session() as s:
         ps = picks.puzzles(s, left, vid)
     first = ps[0].puzzle_id if ps else None
-    return gr.update(choices=[(p.label, p.puzzle_id) for p in ps], value=first), first
+    choices, label = picks.puzzle_picker(ps, first)
+    return gr.update(choices=choices, value=first, label=label), first
 
 
 def videos_for(ctx: WebContext, left: str | None):
@@ -142,7 +143,7 @@ def build_controls() -> RolloutsUI:
         video = gr.Dropdown(label="Video", choices=[], elem_id="ro-video", scale=2)
         refresh = gr.Button("Refresh", elem_id="ro-refresh", scale=0, size="sm")
     info = gr.HTML('<div id="ro-pane-info" class="mvp-pane"></div>', elem_id="ro-info")   # filled by the script
-    puzzle = gr.Dropdown(label="Puzzle (G answers · mean · std)", choices=[], elem_id="ro-puzzle")
+    puzzle = gr.Dropdown(label=picks.PUZZLE_LABEL, choices=[], elem_id="ro-puzzle")
     with gr.Row():
         requeue = gr.Button("Send this puzzle back to the curation queue", elem_id="ro-requeue")
     msg = gr.HTML(elem_id="ro-msg")

@@ -197,8 +197,8 @@ class TableHandlers:
                 vid = p.video_id
                 vids = picks.videos(s, left)
                 summaries = picks.puzzles(s, left, vid)
-            return (gr.update(choices=vids, value=vid),
-                    gr.update(choices=[(x.label, x.puzzle_id) for x in summaries], value=pid))
+            choices, label = picks.puzzle_picker(summaries, pid)
+            return gr.update(choices=vids, value=vid), gr.update(choices=choices, value=pid, label=label)
 
 
 def _one_line(e: Exception) -> str:
