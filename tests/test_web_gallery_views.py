@@ -16,7 +16,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 MODES = {"mouse": dict(viewport={"width": 1280, "height": 900}),
          "touch": dict(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True, device_scale_factor=2)}
 PASSWORD = "a-long-gallery-password"
-SHOTS = "shots"          # the screenshots to look at (not committed); fixtures_web.shot keeps its own copy
 
 
 def _user(web_app, role: str) -> str:
@@ -50,11 +49,7 @@ def _press(mode: str, locator, shift: bool = False):
 
 
 def _snap(page, name: str) -> None:
-    from pathlib import Path
-    shot(page, name)
-    out = Path(__file__).resolve().parent.parent / SHOTS
-    out.mkdir(exist_ok=True)
-    page.screenshot(path=str(out / f"{name}.png"), full_page=True)
+    shot(page, name)          # test-artifacts/ (git-ignored): the screenshots to look at
 
 
 def _n_puzzles(web_app) -> int:
