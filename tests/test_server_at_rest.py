@@ -1,6 +1,7 @@
 """The server at rest holds no training code: building every page imports neither torch nor
 transformers (about 700 MB resident between them; docs/web.md, "Speed and memory"). Jobs that need
-them run in their own processes."""
+them run in their own processes. Nor plotly: the Train page's metric chart imports it when it first
+draws (app/web/pages/train/explore.py)."""
 from __future__ import annotations
 
 import os
@@ -20,7 +21,7 @@ before = set(threading.enumerate())
 build_app(sys.argv[1])
 for t in set(threading.enumerate()) - before:
     t.join(120)
-print(sorted(m for m in ('torch', 'transformers', 'ray', 'datasets') if m in sys.modules))
+print(sorted(m for m in ('torch', 'transformers', 'ray', 'datasets', 'plotly') if m in sys.modules))
 """
 
 
