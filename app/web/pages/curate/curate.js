@@ -83,6 +83,9 @@
   const cardOf = (label) => document.querySelector(`#mvp-puzzle .mvp-opt[data-label="${CSS.escape(label)}"]`);
 
   function prepare(n) {
+    // the same puzzle predicted again (an answer's reply names the next puzzle the load did): keep the
+    // prepared view, whose images have been loading and decoding since
+    if (n && next && next.pid === n.pid && next.html === n.html) return;
     next = null;
     if (!n) return;
     const node = nodeFor(n.html);
