@@ -18,12 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from testkit.measure import cpu_seconds, load_avg  # noqa: E402
 from testkit.web import free_port  # noqa: E402
-
-
-def cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start(tree: Path, data: Path) -> tuple[subprocess.Popen, str]:
@@ -53,9 +49,9 @@ def main() -> int:
                             raise SystemExit(f"{name}: mvp serve exited")
                         time.sleep(0.2)
             time.sleep(2)
-            before = {name: cpu_s(p.pid) for name, (p, _) in procs.items()}
+            before = {name: cpu_seconds(p.pid) for name, (p, _) in procs.items()}
             time.sleep(args.seconds)
-            used = {name: cpu_s(p.pid) - before[name] for name, (p, _) in procs.items()}
+            used = {name: cpu_seconds(p.pid) - before[name] for name, (p, _) in procs.items()}
         finally:
             for proc, _ in procs.values():
                 proc.terminate()
@@ -64,7 +60,7 @@ def main() -> int:
         print(f"{name}: {s:.2f} s of CPU in {args.seconds:.0f} s idle ({100 * s / args.seconds:.1f}% of a core)")
     if "compare" in used and used["current"] > 0:
         print(f"compare / current: {used['compare'] / used['current']:.1f}x")
-    print(f"load average: {os.getloadavg()}")
+    print(f"load average: {load_avg()}")
     return 0
 
 

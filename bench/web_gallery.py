@@ -51,15 +51,17 @@ def server_cpu_ms(eng) -> float:
     if eng.dialect.name != "postgresql":
         return 0.0
     from sqlalchemy import text
+
+    from testkit.measure import cpu_seconds
     with eng.connect() as c:
         pids = c.execute(text("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")).scalars()
-        total = 0
+        total = 0.0
         for pid in pids:
             try:
-                total += sum(int(x) for x in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[11:13])
+                total += cpu_seconds(pid)
             except (OSError, ValueError):
                 pass
-    return total * 1000 / os.sysconf("SC_CLK_TCK")
+    return total * 1000
 
 
 def cpu_timed(eng, fn):

@@ -1,7 +1,9 @@
 """What the benchmarks and the load tests share: a source data directory synthesized from two sample
-videos, latency percentiles and summaries, and the machine's load average to print beside a result."""
+videos, latency percentiles and summaries, a process's CPU time, and the machine's load average to
+print beside a result."""
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 import sys
@@ -39,3 +41,9 @@ def summary(xs: list[float]) -> dict:
 
 def load_avg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far (user + system, from /proc), in seconds; OSError once it is gone."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -37,7 +37,7 @@ GRADIO_MAX_FILE = "1kb"              # no page takes uploads (the guard refuses 
 GRADIO_DELETE_CACHE = (3600, 3600)   # Gradio's temporary files older than an hour go, hourly
 # Gradio's queue polls for work every 1 ms (events) and 10 ms (progress) when it has none, per page: an idle
 # server with its seven pages burned ~11% of a core at rest. 10 ms / 50 ms keeps an event's wait under 10 ms
-# and the server at rest near 1% (docs/BENCHMARKS.md, "Server CPU at rest").
+# and the server at rest at 2-3% (docs/BENCHMARKS.md, "Server CPU at rest").
 GRADIO_QUEUE_IDLE_POLL_S = 0.01
 GRADIO_PROGRESS_IDLE_POLL_S = 0.05
 HEAD = ('<link rel="icon" href="/favicon.ico"><link rel="stylesheet" href="/static/studio.css">'

@@ -53,7 +53,7 @@ def check_flag(flag: str) -> str:
     return flag
 
 
-def flag_condition(flag: str, puzzle_id, dialect: str = "sqlite"):
+def flag_condition(flag: str, puzzle_id, dialect: str):
     """The audit flag as one condition on a puzzle id column. "Solved by" is an IN over an index range
     of puzzle_audit (few puzzles); "audited" is an EXISTS probe of the primary key per row (an IN over
     every audit row built a set of 700,000 at 100,000 puzzles), "unaudited" its NOT EXISTS, an anti-join
@@ -67,8 +67,7 @@ def flag_condition(flag: str, puzzle_id, dialect: str = "sqlite"):
             # NOT EXISTS probed six solvers a row: 3x slower); puzzle_id is never NULL
             return and_(audited, puzzle_id.not_in(_solved(SHORTCUTS)))
         # PostgreSQL: an anti-join (its NOT IN plan was 3x slower at 100,000 puzzles)
-        return and_(audited, not_(exists().where(PuzzleAudit.puzzle_id == puzzle_id,
-                                                 PuzzleAudit.solver.in_(SHORTCUTS), PuzzleAudit.exact >= 1.0)))
+        return and_(audited, not_(_solved(SHORTCUTS).where(PuzzleAudit.puzzle_id == puzzle_id).exists()))
     if flag == "unaudited":
         return not_(audited)
     return puzzle_id.in_(_solved([check_flag(flag)]))
