@@ -63,7 +63,9 @@ def run(kind: str, repeats: int) -> None:
             from sqlalchemy import delete
 
             from db.models.audit import PuzzleAudit
+            from db.puzzles.audit_results import summary_update
             s.execute(delete(PuzzleAudit).where(PuzzleAudit.puzzle_id >= ids[-N // 10]))
+            s.execute(summary_update(ids[-N // 10:]))
             s.commit()
 
         def page(flag: str) -> int:

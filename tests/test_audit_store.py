@@ -90,3 +90,56 @@ def test_audit_flag_refused_with_one_line(store_db):
     assert "\n" not in str(e.value) and str(e.value).startswith("audit: must be one of any, none, unaudited")
     with store_db.Session() as s:
         assert _rows(s) == 0
+
+
+def test_audit_summary_follows_rows_made_after_the_audit(store_db):
+    """review_state.audit_shortcuts (what any / none / unaudited read) is right for a puzzle whose queue
+    row is made after its audit: by sync_queue and by a verdict on a puzzle without one."""
+    from sqlalchemy import delete
+
+    from db.models.curation import ReviewState
+    from db.review import sync_queue
+    ids = sorted(r["id"] for r in store_db.records)
+    solved, plain, never = ids[0], ids[1], ids[2]
+    with store_db.Session() as s:
+        store_results(s, [PuzzleResult(solved, "boundary", 1.0, 1.0), PuzzleResult(solved, "histogram", 1.0, 1.0),
+                          PuzzleResult(plain, "boundary", 0.0, 0.2)])
+        s.commit()
+        before = {p: s.get(ReviewState, p).audit_shortcuts for p in (solved, plain, never)}
+        assert before == {solved: 2, plain: 0, never: None}
+        s.execute(delete(ReviewState).where(ReviewState.puzzle_id.in_([solved, plain, never])))
+        s.commit()
+        assert sync_queue(s) == 3
+        s.commit()
+        s.expire_all()
+        assert {p: s.get(ReviewState, p).audit_shortcuts for p in before} == before
+        assert solved in _ids(_page(s, audit="any")) and plain in _ids(_page(s, audit="none"))
+        assert never in _ids(_page(s, audit="unaudited"))
+
+
+def test_migration_0012_sums_the_audits_already_stored(tmp_path, store_puzzles):
+    """A database audited before the summary column existed gets it filled on upgrade."""
+    from datetime import datetime, timezone
+
+    from sqlalchemy.orm import sessionmaker
+
+    from db.engine import make_engine, upgrade
+    from db.sets.importer import store_records
+    _, records = store_puzzles
+    eng = make_engine(f"sqlite:///{tmp_path / 'old.sqlite'}")
+    upgrade(eng, "0011")
+    Session = sessionmaker(eng, expire_on_commit=False)
+    ids, when = sorted(r["id"] for r in records), datetime(2026, 1, 1, tzinfo=timezone.utc)
+    with Session() as s:
+        store_records(s, records)
+        s.execute(PuzzleAudit.__table__.insert(), [
+            {"puzzle_id": ids[0], "solver": "boundary", "exact": 1.0, "reward": 1.0, "audited_at": when},
+            {"puzzle_id": ids[0], "solver": "random", "exact": 1.0, "reward": 1.0, "audited_at": when},
+            {"puzzle_id": ids[1], "solver": "random", "exact": 1.0, "reward": 1.0, "audited_at": when}])
+        s.commit()
+    upgrade(eng)
+    with Session() as s:
+        assert _ids(_page(s, audit="any")) == {ids[0]}
+        assert _ids(_page(s, audit="none")) == {ids[1]}             # random solving it is luck
+        assert _ids(_page(s, audit="unaudited")) == set(ids[2:])
+    eng.dispose()

@@ -126,6 +126,10 @@ class ReviewState(Base):
     n_reviews: Mapped[int] = mapped_column(Integer, default=0)   # accept + reject verdicts
     n_accept: Mapped[int] = mapped_column(Integer, default=0)
     status: Mapped[str] = mapped_column(String(10), default="pending", index=True)
+    # how many shortcut solvers solve the puzzle in its latest audit, NULL: not audited; kept by
+    # db.puzzles.audit_results.store_results so the gallery's audit flags read a column of the rows it
+    # scans (an anti-join over puzzle_audit was 350 ms at 100k on PostgreSQL; docs/store.md)
+    audit_shortcuts: Mapped[int | None] = mapped_column(Integer, nullable=True, default=None)
     __table_args__ = (Index("ix_review_state_queue", "n_reviews", "puzzle_id"),
                       Index("ix_review_state_status_id", "status", "puzzle_id"))   # the gallery's order by status
 

@@ -3,17 +3,20 @@ against the store replaces, for each puzzle it covered, that puzzle's previous r
 transaction; the gallery reads which shortcut solvers solve a puzzle and filters by it.
 
 A puzzle with no row has not been audited; "solved" means the solver's answer was exact. The
-"random" solver is stored (it measures chance) but never counts as a shortcut."""
+"random" solver is stored (it measures chance) but never counts as a shortcut. How many shortcut
+solvers solve a puzzle is kept on its review_state row (audit_shortcuts, NULL: not audited) in the same
+transaction, so the gallery's any / none / unaudited flags read a column of the rows it scans."""
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import and_, delete, exists, insert, not_, select
+from sqlalchemy import and_, case, delete, exists, func, insert, null, select, update
 from sqlalchemy.orm import Session
 
 from db.chunks import in_chunks
 from db.models import utcnow
 from db.models.audit import PuzzleAudit
+from db.models.curation import ReviewState
 from db.txn import run_txn
 from mvp_core.errors import UserError
 from mvp_core.synth.audit import SHORTCUTS, PuzzleResult
@@ -38,12 +41,35 @@ def store_results(session: Session, results: Sequence[PuzzleResult]) -> int:
             session.execute(delete(PuzzleAudit).where(PuzzleAudit.puzzle_id.in_(chunk)))
         if rows:
             session.execute(insert(PuzzleAudit), rows)
+        for chunk in in_chunks(ids):
+            session.execute(summary_update(chunk))
         return len(ids)
     return run_txn(session, txn)
 
 
+def _solving(solvers: Sequence[str]):
+    """The audit rows in which one of `solvers` answered exactly."""
+    return and_(PuzzleAudit.solver.in_(solvers), PuzzleAudit.exact >= 1.0)
+
+
 def _solved(solvers: Sequence[str]):
-    return select(PuzzleAudit.puzzle_id).where(PuzzleAudit.solver.in_(solvers), PuzzleAudit.exact >= 1.0)
+    return select(PuzzleAudit.puzzle_id).where(_solving(solvers))
+
+
+def summary_of(puzzle_id):
+    """review_state.audit_shortcuts of the puzzle `puzzle_id` (a column): how many shortcut solvers
+    solve it, NULL when it has no audit row."""
+    solving = select(func.count()).where(PuzzleAudit.puzzle_id == puzzle_id, _solving(SHORTCUTS)).scalar_subquery()
+    return case((exists().where(PuzzleAudit.puzzle_id == puzzle_id), solving), else_=null())
+
+
+def summary_update(ids: Sequence[str] | None = None):
+    """UPDATE review_state.audit_shortcuts from puzzle_audit for the puzzles `ids` (every row when None:
+    migration 0012)."""
+    rs = ReviewState
+    stmt = update(rs).values(audit_shortcuts=summary_of(rs.puzzle_id))
+    return (stmt.where(rs.puzzle_id.in_(ids)) if ids is not None else stmt) \
+        .execution_options(synchronize_session=False)
 
 
 def check_flag(flag: str) -> str:
@@ -53,23 +79,17 @@ def check_flag(flag: str) -> str:
     return flag
 
 
-def flag_condition(flag: str, puzzle_id, dialect: str):
-    """The audit flag as one condition on a puzzle id column. "Solved by" is an IN over an index range
-    of puzzle_audit (few puzzles); "audited" is an EXISTS probe of the primary key per row (an IN over
-    every audit row built a set of 700,000 at 100,000 puzzles), "unaudited" its NOT EXISTS, an anti-join
-    on PostgreSQL (docs/BENCHMARKS.md, "Audit per puzzle")."""
-    audited = exists().where(PuzzleAudit.puzzle_id == puzzle_id)
+def flag_condition(flag: str, puzzle_id):
+    """The audit flag as one condition on a query over review_state (puzzle_id its puzzle id column):
+    any / none / unaudited read the review_state row's audit_shortcuts, "solved by" one solver is an IN
+    over an index range of puzzle_audit (few puzzles; docs/BENCHMARKS.md, "Audit per puzzle")."""
+    n = ReviewState.audit_shortcuts
     if flag == "any":
-        return puzzle_id.in_(_solved(SHORTCUTS))
+        return n > 0
     if flag == "none":
-        if dialect == "sqlite":
-            # NOT IN over the (few) solved puzzles: one lookup a row in an index SQLite builds once (its
-            # NOT EXISTS probed six solvers a row: 3x slower); puzzle_id is never NULL
-            return and_(audited, puzzle_id.not_in(_solved(SHORTCUTS)))
-        # PostgreSQL: an anti-join (its NOT IN plan was 3x slower at 100,000 puzzles)
-        return and_(audited, not_(_solved(SHORTCUTS).where(PuzzleAudit.puzzle_id == puzzle_id).exists()))
+        return n == 0
     if flag == "unaudited":
-        return not_(audited)
+        return n.is_(None)
     return puzzle_id.in_(_solved([check_flag(flag)]))
 
 

@@ -107,7 +107,7 @@ def _conditions(q: GalleryQuery, dialect: str) -> list:
             conds.append(pid.in_(select(Rollout.puzzle_id).where(Rollout.run_id == q.run)
                                  .group_by(Rollout.puzzle_id).having(right(func.avg(Rollout.exact)))))
     if q.audit:
-        conds.append(flag_condition(q.audit, pid, dialect))
+        conds.append(flag_condition(q.audit, pid))
     if q.q.strip():
         term = q.q.strip().lower()
         videos = select(Video.id).where(func.lower(Video.path).contains(term, autoescape=True))

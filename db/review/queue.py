@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from db.models import Puzzle, utcnow
 from db.models.curation import Lease, PuzzleVerdict, ReviewState
+from db.puzzles.audit_results import summary_of
 from db.settings import get_setting, put_setting
 from db.review.queue_rule import (
     NO_FILTER,
@@ -97,11 +98,12 @@ def sync_queue(session: Session) -> int:
     n_queued = select(func.count()).select_from(ReviewState).scalar_subquery()
     if session.execute(select(n_puzzles - n_queued)).scalar() == 0:
         return 0
-    missing = select(Puzzle.id, literal(0), literal(0), literal("pending")).where(
+    missing = select(Puzzle.id, literal(0), literal(0), literal("pending"), summary_of(Puzzle.id)).where(
         ~exists().where(ReviewState.puzzle_id == Puzzle.id))
-    res = session.execute(insert(ReviewState).from_select(
-        ["puzzle_id", "n_reviews", "n_accept", "status"], missing))
-    return res.rowcount or 0
+    # RETURNING, not rowcount: psycopg reports -1 for an INSERT ... SELECT here
+    return len(session.execute(insert(ReviewState).from_select(
+        ["puzzle_id", "n_reviews", "n_accept", "status", "audit_shortcuts"], missing)
+        .returning(ReviewState.puzzle_id)).all())
 
 
 def next_puzzle(session: Session, user_id: int, lease_s: float = DEFAULT_LEASE_S,

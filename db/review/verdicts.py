@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import delete, exists, func, select
+from sqlalchemy import delete, exists, func, literal, select
 from sqlalchemy.orm import Session, aliased
 
 from db.models import Option, Puzzle, utcnow
@@ -18,6 +18,7 @@ from db.models.curation import (
     User,
     VerdictEvent,
 )
+from db.puzzles.audit_results import summary_of
 from db.review.queue import DEFAULT_LEASE_S, aware, derive_status, overlap_k
 from db.txn import run_txn
 from mvp_core.errors import UserError
@@ -44,7 +45,8 @@ def _lock_state(session: Session, puzzle_id: str) -> ReviewState:
     """Row-lock the puzzle's queue entry first, so concurrent verdicts on one puzzle recount in turn."""
     st = session.scalar(select(ReviewState).where(ReviewState.puzzle_id == puzzle_id).with_for_update())
     if st is None:
-        st = ReviewState(puzzle_id=puzzle_id, n_reviews=0, n_accept=0, status="pending")
+        st = ReviewState(puzzle_id=puzzle_id, n_reviews=0, n_accept=0, status="pending",
+                         audit_shortcuts=session.scalar(select(summary_of(literal(puzzle_id)))))
         session.add(st)
         session.flush()
     return st
