@@ -42,6 +42,19 @@ def pytest_configure(config):
         config.option.loadscopereorder = False
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed browser wait says only what it waited for; the tail of the studio's server log beside it
+    says why the page never got there (a handler's error, a locked database)."""
+    report = yield
+    if report.when == "call" and report.failed:
+        for value in getattr(item, "funcargs", {}).values():
+            log = getattr(value, "server_log", None)
+            if isinstance(log, Path) and log.is_file():
+                report.sections.append((f"server log tail ({log})", log.read_text(errors="replace")[-4000:]))
+    return report
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         defs = item._fixtureinfo.name2fixturedefs      # the fixture a name resolves to for this test

@@ -27,6 +27,7 @@ class WebApp:
     db_url: str
     outside: Path            # a secret file next to (not inside) the data directory
     Session: object          # sessionmaker on the app's database
+    server_log: Path | None = None   # `mvp serve`'s output (its tail is shown beside a failed test)
 
     def user_id(self, name: str) -> int:
         from db.users.accounts import get_user
@@ -94,7 +95,7 @@ def web_app(web_data):
     """`mvp serve` on a free port, as a user would start it."""
     data, db_url, outside, Session = web_data
     srv = Server(data, db_url, free_port(), data.parent / "serve.log").start()
-    yield WebApp(srv.url, data, db_url, outside, Session)
+    yield WebApp(srv.url, data, db_url, outside, Session, srv.log_path)
     srv.stop()
 
 

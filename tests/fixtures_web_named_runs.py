@@ -32,6 +32,7 @@ class NamedStudio:
     data_dir: Path
     db_url: str
     Session: object
+    server_log: Path | None = None   # `mvp serve`'s output (its tail is shown beside a failed test)
 
 
 def _checkpoint(model: Path, run_dir: Path, step: int) -> Path:
@@ -126,7 +127,7 @@ def named_studio(web_data, tmp_path_factory):
     _answers(Session, GRPO, 60, 1)
     _answers(Session, SFT, 2, 2)
     srv = Server(data, db_url, free_port(), base / "serve.log").start()
-    yield NamedStudio(srv.url, data, db_url, Session)
+    yield NamedStudio(srv.url, data, db_url, Session, srv.log_path)
     srv.stop()
     from app.web import jobs
     for kind in jobs.KINDS:                       # no job outlives the session

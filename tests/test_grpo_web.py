@@ -72,7 +72,7 @@ def test_admin_launches_watches_and_stops_a_run(train_ready, browser):
         assert steps and steps == list(range(max(1, steps[-1] - 7), steps[-1] + 1)), steps
         page.wait_for_selector("#train-reward-chart circle[data-series=reward]", timeout=30000)
         # the log box holds the last 40 lines, so any step's line (step 1 may have scrolled off)
-        page.wait_for_function(r"/step \d+: reward/.test(document.querySelector('#train-log').textContent)",
+        page.wait_for_function(r"/step \d+: reward/.test(document.querySelector('#train-log')?.textContent ?? '')",
                                timeout=30000)
         shot(page, "train-running")
 
@@ -129,7 +129,7 @@ def test_form_is_read_only_until_the_page_load_fills_it(train_ready, browser):
             route.continue_()
         page.wait_for_function("document.querySelector('#train-model input')?.value.includes('tiny-model')",
                                timeout=30000)
-        page.wait_for_function("!document.querySelector('#train-launch').disabled", timeout=30000)
+        page.wait_for_function("document.querySelector('#train-launch')?.disabled === false", timeout=30000)
         page.locator("#train-max-steps input").fill("7")      # editable now, and not overwritten
         page.wait_for_timeout(1500)                            # a refresh tick or two
         assert page.locator("#train-max-steps input").input_value() == "7"

@@ -66,7 +66,7 @@ def test_rollouts_page_compares_steered_and_unsteered(web_app, browser, steer_ru
     page.get_by_text("Energy steering: steered vs unsteered answer").click()
     pick(page, "ro-steer-bank", "tiny-bank.pt")
     # the bank's stored settings fill the form (what `mvp steer generate --bank` starts from too)
-    page.wait_for_function("document.querySelector('#ro-steer-eta input').value === '0.7'", timeout=30000)
+    page.wait_for_function("document.querySelector('#ro-steer-eta input')?.value === '0.7'", timeout=30000)
     page.click("#ro-steer-go")
     page.wait_for_selector("#ro-steer-out .mvp-steer", timeout=180000)
     out = page.locator("#ro-steer-out")

@@ -158,7 +158,7 @@ def test_filter_the_queue_and_skips_come_back(web_app, browser, fresh_curator):
     assert sorted(rows) == pids                                   # the per-video view: all its puzzles
     assert all(t == vpath.rsplit("/", 1)[-1] for t in page.eval_on_selector_all(
         "#mvp-puzzle-list tbody td:nth-child(2)", "els => els.map(e => e.innerText)"))
-    page.wait_for_function("name => document.querySelector('#mvp-filter-now').innerText.includes('video ' + name)",
+    page.wait_for_function("name => document.querySelector('#mvp-filter-now')?.innerText.includes('video ' + name)",
                            arg=vpath.rsplit("/", 1)[-1], timeout=10000)   # the bar says what the link filtered
     assert "video=" not in page.url                               # a reload keeps the tab's state instead
     shot(page, "curate_video_view")
@@ -195,7 +195,7 @@ def test_filter_the_queue_and_skips_come_back(web_app, browser, fresh_curator):
     page.fill("#mvp-filter-dmin", "0.1")
     n = len(api)
     page.click("#mvp-filter-go")
-    page.wait_for_function("() => document.querySelector('#mvp-filter-now').innerText.includes('neighbor')",
+    page.wait_for_function("() => document.querySelector('#mvp-filter-now')?.innerText.includes('neighbor')",
                            timeout=15000)
     assert page.locator("#mvp-puzzle-list tbody tr").count() >= 1
     shown = current(page)

@@ -115,7 +115,7 @@ def test_curate_at_phone_width(web_app, browser, fresh_curator):
     grid of several per row, no key names shown; at desktop with a mouse the key hints are there."""
     name, password = fresh_curator
     ctx, page = _open(browser, web_app, name, password, "touch")
-    page.wait_for_function("() => document.querySelector('#mvp-rubric') && !document.querySelector('#mvp-rubric').open")
+    page.wait_for_function("() => document.querySelector('#mvp-rubric') && !document.querySelector('#mvp-rubric')?.open")
     tops = page.eval_on_selector_all(".mvp-filmstrip > *", "els => els.map(e => Math.round(e.getBoundingClientRect().top))")
     assert len(tops) >= 3 and len(set(tops)) == 1, tops                    # the gap and its context on one line
     right = page.eval_on_selector(".mvp-filmstrip", "e => e.scrollWidth <= e.clientWidth + 1")

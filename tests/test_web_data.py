@@ -152,7 +152,7 @@ def _stats_put_humans_beside_the_solvers(fresh, browser):
     by_video = page.inner_text("#stats-human-by-video")
     assert "trailer_a.mp4" in by_video and "bikes.mp4" in by_video
     assert hard in page.inner_text("#stats-ambiguous")
-    page.wait_for_function("() => /bikes\\.mp4/.test(document.querySelector('#stats-acceptance_by_video').innerText)",
+    page.wait_for_function("() => /bikes\\.mp4/.test(document.querySelector('#stats-acceptance_by_video')?.innerText ?? '')",
                            timeout=30000)
     shot(page, "stats_humans")
     ctx.close()

@@ -109,7 +109,7 @@ def test_gallery_bulk_tag_and_undo(web_app, browser, mode):
         else:
             for i in range(3):
                 _press(page, mode, cards.nth(i).locator(".mvp-gcheck"))
-        page.wait_for_function("() => document.querySelector('#mvp-gsel-n').textContent === '3 selected'")
+        page.wait_for_function("() => document.querySelector('#mvp-gsel-n')?.textContent === '3 selected'")
         chosen = [cards.nth(i).get_attribute("data-puzzle-id") for i in range(3)]
         page.fill("#mvp-gtag", tag)
         _press(page, mode, page.locator("#mvp-gdotag"))
@@ -126,12 +126,12 @@ def test_gallery_bulk_tag_and_undo(web_app, browser, mode):
         if mode == "mouse":
             cards.nth(1).focus()
             page.keyboard.press("x")
-            page.wait_for_function("() => document.querySelector('#mvp-gsel-n').textContent === '1 selected'")
+            page.wait_for_function("() => document.querySelector('#mvp-gsel-n')?.textContent === '1 selected'")
         else:
             _press(page, mode, cards.nth(1).locator(".mvp-gcheck"))
         _press(page, mode, page.locator("#mvp-gall"))
         total = _n_puzzles(web_app)
-        page.wait_for_function("t => document.querySelector('#mvp-gsel-n').textContent === `all ${t} that match`", arg=total)
+        page.wait_for_function("t => document.querySelector('#mvp-gsel-n')?.textContent === `all ${t} that match`", arg=total)
         page.fill("#mvp-gtag", tag)
         _press(page, mode, page.locator("#mvp-gdotag"))
         page.wait_for_selector("#mvp-gundo")
@@ -205,7 +205,7 @@ def test_frames_at_full_size(web_app, browser, fresh_curator, mode):
                 const t = (x) => [new Touch({identifier: 1, target: b, clientX: x, clientY: y})];
                 b.dispatchEvent(new TouchEvent('touchstart', {changedTouches: t(300), bubbles: true}));
                 b.dispatchEvent(new TouchEvent('touchend', {changedTouches: t(100), bubbles: true})); }""", y)
-        page.wait_for_function("n => document.querySelector('#mvp-lightbox .mvp-lb-count').textContent === `2 / ${n}`", arg=n)
+        page.wait_for_function("n => document.querySelector('#mvp-lightbox .mvp-lb-count')?.textContent === `2 / ${n}`", arg=n)
         shot(page, f"lightbox-{mode}")
         if mode == "mouse":
             page.keyboard.press("Escape")

@@ -124,7 +124,7 @@ def test_gallery_view_on_the_curate_page(web_app, browser, mode):
         cards = page.locator("#mvp-ggrid .mvp-gcard")
         _press(mode, cards.nth(0).locator(".mvp-gcheck"))
         _press(mode, cards.nth(1).locator(".mvp-gcheck"))
-        page.wait_for_function("() => document.querySelector('#mvp-gsel-n').textContent === '2 selected'")
+        page.wait_for_function("() => document.querySelector('#mvp-gsel-n')?.textContent === '2 selected'")
         chosen = [cards.nth(i).get_attribute("data-puzzle-id") for i in range(2)]
         page.fill("#mvp-gtag", tag)
         _press(mode, page.locator("#mvp-gdotag"))
@@ -246,13 +246,13 @@ def test_infinite_scroll_keeps_count_and_selection(web_app, browser, mode):
         if mode == "mouse":
             _press(mode, cards.nth(0).locator(".mvp-gcheck"))
             _press(mode, cards.nth(2).locator(".mvp-gcheck"), shift=True)
-            page.wait_for_function("() => document.querySelector('#mvp-gsel-n').textContent === '3 selected'")
+            page.wait_for_function("() => document.querySelector('#mvp-gsel-n')?.textContent === '3 selected'")
         else:
             for i in (0, 2):
                 _press(mode, cards.nth(i).locator(".mvp-gcheck"))
-            page.wait_for_function("() => document.querySelector('#mvp-gsel-n').textContent === '2 selected'")
+            page.wait_for_function("() => document.querySelector('#mvp-gsel-n')?.textContent === '2 selected'")
         _press(mode, page.locator("#mvp-gall"))
-        page.wait_for_function("t => document.querySelector('#mvp-gsel-n').textContent === `all ${t} that match`", arg=n)
+        page.wait_for_function("t => document.querySelector('#mvp-gsel-n')?.textContent === `all ${t} that match`", arg=n)
         tag = f"s{uuid.uuid4().hex[:6]}"
         page.fill("#mvp-gtag", tag)
         _press(mode, page.locator("#mvp-gdotag"))

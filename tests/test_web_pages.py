@@ -153,7 +153,7 @@ def test_zero_variance_group_is_flagged(web_app, browser):
 def test_stats_page_renders_charts(web_app, browser):
     ctx, page = login(browser, web_app, "rhea", path="/stats/")
     page.wait_for_selector("#stats-status", timeout=30000)
-    page.wait_for_function("() => /target/.test(document.querySelector('#stats-model_picks_by_kind').innerText)",
+    page.wait_for_function("() => /target/.test(document.querySelector('#stats-model_picks_by_kind')?.innerText ?? '')",
                            timeout=30000)
     page.wait_for_selector("#stats-status svg, #stats-status canvas", timeout=30000)
     page.wait_for_timeout(500)

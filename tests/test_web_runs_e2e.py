@@ -80,7 +80,7 @@ def launch_training(page, studio, trainer: str, model_label: str | None, steps: 
           f"{first['time'] - job['started']:.1f}s", flush=True)
     wait_attr(page, "#train-state", "data-state", lambda v: v in ("finished", "died", "failed"), 300)
     assert page.locator("#train-state").get_attribute("data-state") == "finished", page.inner_text("#train-log")
-    page.wait_for_function(f"document.querySelector('#train-log').textContent.includes('step {steps}')",
+    page.wait_for_function(f"document.querySelector('#train-log')?.textContent.includes('step {steps}')",
                            timeout=30000)
     return job
 

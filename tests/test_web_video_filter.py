@@ -28,11 +28,11 @@ def test_video_filter_is_searchable(named_studio, browser, width):
         page.fill("#mvp-filter-video-find", name)
         assert page.input_value("#mvp-filter-video") == videos[name]
         page.click("#mvp-filter-go")
-        page.wait_for_function("n => document.querySelector('#mvp-filter-now').innerText.includes(n)", arg=name,
+        page.wait_for_function("n => document.querySelector('#mvp-filter-now')?.innerText.includes(n)", arg=name,
                                timeout=15000)
         shot(page, f"curate-video-filter-{width}")
         page.click("#mvp-filter-clear")
-        page.wait_for_function("() => document.querySelector('#mvp-filter-now').innerText.includes('every puzzle')",
+        page.wait_for_function("() => document.querySelector('#mvp-filter-now')?.innerText.includes('every puzzle')",
                                timeout=15000)
         assert page.input_value("#mvp-filter-video-find") == "" and page.input_value("#mvp-filter-video") == ""
     finally:
