@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 from fixtures_web import ARTIFACTS, PASSWORDS, login, shot
-from fixtures_web_named_runs import GRPO, SFT
+from fixtures_web_named_runs import GRPO, SFT, SPLIT_SET
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from app.web.pages.train.compare import diff_rows
@@ -101,6 +101,11 @@ def test_a_stopped_run_resumes_from_its_checkpoint(named_studio, stopped_run, br
         assert job and job["run_dir"] == str(stopped_run.resolve()) and job["resumed_from"] == 3
         assert "--resume" in job["cmd"] and f"output_dir={stopped_run.resolve()}" in job["cmd"]
         assert job["cmd"][job["cmd"].index("app.cli") + 1] == "train"   # the run's own trainer (GRPO)
+        assert job["set"] == SPLIT_SET                                  # recorded as a launch records it
+        # the live status names the resumed run, after a reload too (it failed on a record without a set)
+        page.reload()
+        _wait(page, f"document.querySelector('#train-state')?.dataset.run === {json.dumps(str(stopped_run.resolve()))}")
+        assert f"set {SPLIT_SET}" in page.inner_text("#train-state")
         shot(page, f"train-resume-{width}")
     finally:
         ctx.close()

@@ -197,11 +197,15 @@ def resume(data_dir: Path, run_dir: str | Path, *, user: str) -> dict:
         raise UserError(f"{run_dir.name} is not a stopped run with a checkpoint: nothing to resume")
     step, trainer = found
     config = run_dir / "launch.yaml" if (run_dir / "launch.yaml").is_file() else run_dir / "config.yaml"
+    cfg = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
     with _train_slot(data_dir):
         cmd = [sys.executable, "-m", "app.cli", "train" if trainer == "grpo" else "sft", str(config),
                f"output_dir={run_dir}", "--resume"]
+        # the same fields a launch records: the Train page's status line and form read them
         return _spawn(data_dir, "train", cmd, run_dir / "console.log",
-                      {"run_dir": str(run_dir), "user": user, "trainer": trainer, "resumed_from": step})
+                      {"run_dir": str(run_dir), "set": str(cfg.get("set_name") or ""),
+                       "model": str(cfg.get("model") or ""), "user": user, "trainer": trainer,
+                       "resumed_from": step})
 
 
 # Path keys of a training config a user may set (the Train page's YAML), and what each must name; the

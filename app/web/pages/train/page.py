@@ -119,7 +119,7 @@ def status_html(job: dict | None, rows: list[dict]) -> str:
     return (f'<div id="train-state" data-state="{esc(state)}" data-step="{step}" data-pid="{job["pid"]}" '
             f'data-pgid="{job["pgid"]}" data-run="{esc(job["run_dir"])}">'
             f'<b>{esc(state)}</b> · {esc(job.get("trainer", "grpo")).upper()} · {esc(Path(job["run_dir"]).name)} · '
-            f'set {esc(job["set"])} · step {step}/{esc(st.get("max_steps", "?"))}{reward} · pid {job["pid"]} · '
+            f'set {esc(job.get("set") or "?")} · step {step}/{esc(st.get("max_steps", "?"))}{reward} · pid {job["pid"]} · '
             f'by {esc(job["user"])}</div>')
 
 
