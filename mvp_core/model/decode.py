@@ -10,7 +10,9 @@ order (the placeholders' logits set to -inf, then the temperature) and draws wit
 `torch.multinomial`, so for the same random state it picks the same tokens
 (tests/test_shared_prompt.py checks it against `sampler.sample`). It covers only settings it
 reproduces exactly (`supports`): sampling at a temperature or greedy decoding, with top_k, top_p,
-min_p and the repetition penalty off, the training defaults; anything else goes to generate."""
+min_p and the repetition penalty off, the training defaults; anything else goes to generate.
+It runs under `torch.inference_mode` rather than `no_grad` (no version counters or view tracking on the
+cache it grows): the bench's decode step was ~10% faster (docs/grpo.md), the tokens are the same."""
 from __future__ import annotations
 
 import torch
@@ -24,7 +26,7 @@ def supports(s: SamplerSettings) -> bool:
     return s.is_exact_policy()
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def sample_from_prefill(model, batch: dict, rope_deltas: torch.Tensor, s: SamplerSettings, pad_id: int,
                         eos_ids: frozenset) -> torch.Tensor:
     """The sampled tokens (B, T), T <= s.max_new_tokens, rows that ended padded with `pad_id` after

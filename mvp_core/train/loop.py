@@ -231,8 +231,10 @@ def generate(ctx: StepContext, seq_encs: list[dict]) -> list[torch.Tensor]:
                                                    share=cfg.share_prompt, vision_out=vision)
         ctx.vision = vision[0] if vision and reuses_vision(ctx) else None
         if batch is not None and decode.supports(settings):
+            # decode runs under inference_mode (its tensors then never reach autograd); the clone is a
+            # normal tensor, which the log-prob forward may save for backward
             new = decode.sample_from_prefill(gen_model, batch, shared_prompt.rope_owner(gen_model).rope_deltas,
-                                             settings, ctx.pad_id, ctx.eos_ids)
+                                             settings, ctx.pad_id, ctx.eos_ids).clone()
         else:
             if batch is None:
                 batch = batching.collate(seq_encs, None, ctx.pad_id, ctx.info.device)
