@@ -92,6 +92,9 @@ def test_answers_table_sorts_filters_groups_and_opens_a_puzzle(named_studio, bro
                                timeout=60000)
         page.wait_for_function(f"document.querySelector('#ro-left h4')?.innerText.includes({json.dumps(pid)})",
                                timeout=60000)
+        page.wait_for_selector("#ro-right .mvp-answers", timeout=60000)
+        _check_layout(page, width)
+        shot(page, f"rollouts-answers-panes-{width}")
     finally:
         ctx.close()
 
@@ -107,3 +110,20 @@ def test_a_page_past_any_run_is_one_line(named_studio, browser):
         assert len(page.inner_text("#ro-t-msg").strip().splitlines()) == 1
     finally:
         ctx.close()
+
+
+def _check_layout(page, width: int) -> None:
+    """Nothing the user needs is cut off or drawn over: every link of the top bar and its "Log out" lie
+    inside the viewport, no column name of the answer tables runs past its cell, and at phone width the
+    two answer panes stack (side by side their columns overlapped)."""
+    off = page.eval_on_selector_all(".mvp-nav a, .mvp-nav button", f"""els => els.filter(e => {{
+        const r = e.getBoundingClientRect(); return r.right > {width} + 1 || r.left < 0; }}).map(e => e.innerText)""")
+    assert off == [], f"top-bar items outside the {width} px viewport: {off}"
+    spill = page.eval_on_selector_all(".mvp-answers th", "ths => ths.filter(t => t.scrollWidth > t.clientWidth + 1)"
+                                                         ".map(t => t.innerText)")
+    assert spill == [], f"column names wider than their cells: {spill}"
+    left, right = page.locator("#ro-left").bounding_box(), page.locator("#ro-right").bounding_box()
+    if width < 600:
+        assert right["y"] >= left["y"] + left["height"] - 1, (left, right)
+    else:
+        assert abs(right["y"] - left["y"]) < 2 and right["x"] >= left["x"] + left["width"] - 1, (left, right)
