@@ -244,9 +244,6 @@ def _rollout_store(args, data, run_name, records, target):
 
 def _eval(args) -> int:
     from app.cli.model_target import apply_run_settings, check_trained_split, resolve_target
-    from mvp_core.model.evaluate import evaluate, markdown_report
-    from mvp_core.model.policy import load_policy
-    from mvp_core.model.rollout import frame_loader
     records, data = load_puzzles(args)
     out = _report_paths(args.out) if args.out else None
     target = resolve_target(args, data)
@@ -256,6 +253,10 @@ def _eval(args) -> int:
     _set_threads(args)
     # built (and so checked) before the model loads: a bad flag is a one-line error, not a late traceback
     pcfg, gcfg = _prompt_cfg(args, target.run_config), _gen_cfg(args, 1, greedy=args.greedy, run_config=target.run_config)
+    # torch and transformers only once every check above has passed: a refused command answers at once
+    from mvp_core.model.evaluate import evaluate, markdown_report
+    from mvp_core.model.policy import load_policy
+    from mvp_core.model.rollout import frame_loader
     model, processor = load_policy(target.model_path, dtype=settings(args, target.run_config)["dtype"],
                                    device=args.device)
     report = evaluate(model, processor, records, frame_loader(data), pcfg, gcfg, progress=True)
