@@ -21,15 +21,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from testkit.measure import cpu_seconds, load_avg  # noqa: E402
-from testkit.web import CHROMIUM, CHROMIUM_ARGS, browser_login, free_port  # noqa: E402
+from testkit.web import CHROMIUM, CHROMIUM_ARGS, browser_login  # noqa: E402
 
 USER, PASSWORD = "ada", "ada-bench-password-1"
 ONE_RENDERER = ["--renderer-process-limit=1", "--disable-site-isolation-trials",
@@ -69,23 +67,12 @@ def run_worker(variant: str, url: str, page_path: str, loads: int, server_pid: i
 
 def start_server(tree: Path, data: Path) -> tuple[subprocess.Popen, str]:
     """`mvp serve` from `tree` on a new data directory holding the one admin; returns (process, base URL)
-    once /login answers."""
-    env = dict(os.environ, PYTHONPATH=str(tree), MVP_QUIET="1")
+    once /login answers (bench/web_rollouts.py `serve`)."""
+    from bench.web_rollouts import serve
     subprocess.run([sys.executable, "-m", "app.cli", "users", "add", USER, "--role", "admin", "--password",
-                    PASSWORD, "--data", str(data)], cwd=tree, env=env, check=True, capture_output=True)
-    port = free_port()
-    srv = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--data", str(data), "--port", str(port)],
-                           cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            urllib.request.urlopen(url + "/login", timeout=2)
-            return srv, url
-        except OSError:
-            if srv.poll() is not None:
-                raise SystemExit(f"mvp serve from {tree} exited")
-            time.sleep(0.2)
-    raise SystemExit(f"mvp serve from {tree} did not answer")
+                    PASSWORD, "--data", str(data)], cwd=tree, env=dict(os.environ, MVP_QUIET="1"), check=True,
+                   capture_output=True)
+    return serve(data, f"sqlite:///{data / 'mvp.sqlite'}", tree)
 
 
 def main() -> int:
