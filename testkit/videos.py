@@ -56,11 +56,14 @@ def ffmpeg() -> str:
 
 def cut_segment(src: Path, dst: Path, start_s: float, seconds: float, width: int = 320,
                 crop: str | None = None) -> Path:
-    """A segment of a real video re-encoded small (optionally cropped first: ffmpeg crop=w:h:x:y)."""
+    """A segment of a real video re-encoded small (optionally cropped first: ffmpeg crop=w:h:x:y), the same
+    bytes on every run: one thread and bit-exact flags (threaded decoding and encoding gave a clip that
+    differed run to run, and with it the puzzles synthesized from it)."""
     vf = (f"crop={crop}," if crop else "") + f"scale={width}:-2"
-    subprocess.run([ffmpeg(), "-y", "-loglevel", "error", "-ss", str(start_s), "-t", str(seconds), "-i", str(src),
-                    "-an", "-vf", vf, "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", str(dst)],
-                   check=True)
+    subprocess.run([ffmpeg(), "-y", "-loglevel", "error", "-threads", "1", "-ss", str(start_s), "-t", str(seconds),
+                    "-i", str(src), "-an", "-vf", vf, "-threads", "1", "-filter_threads", "1", "-fflags", "+bitexact",
+                    "-flags:v", "+bitexact", "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p",
+                    str(dst)], check=True)
     return dst
 
 

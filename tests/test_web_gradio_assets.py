@@ -49,7 +49,7 @@ def test_the_bundle_is_served_compressed_cacheable_and_behind_the_page_guard(web
     st, h, body = _get(web_app, f"/train/assets/{name}", rhea, "gzip")
     assert st == 200 and h["content-encoding"] == "gzip" and gzip.decompress(body) == raw
     st, h, body = _get(web_app, f"/train/assets/{name}", rhea, "")
-    assert st == 200 and "content-encoding" not in h and body == raw
+    assert st == 200 and "content-encoding" not in h and body == raw and h["content-type"].startswith("text/javascript")
     # the page's guard: no session, and a curator on a researcher's page
     assert _get(web_app, f"/train/assets/{name}")[0] == 401
     cora = session_token(web_app.url, "cora", PASSWORDS["cora"])

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gzip
 import importlib.resources
-import mimetypes
 import re
 import threading
 from pathlib import Path
@@ -23,7 +22,10 @@ from fastapi.responses import FileResponse, Response
 
 BUNDLE = Path(str(importlib.resources.files("gradio").joinpath("templates/frontend/assets")))
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")      # the bundle's files: flat, hashed names
-COMPRESSIBLE = (".js", ".mjs", ".css", ".json", ".svg", ".map", ".html", ".txt")
+# what the bundle's text files are sent as (compressed); fixed here because `mimetypes` answers from the
+# system's tables and from what imported libraries added (Gradio adds application/javascript for .js)
+TEXT_TYPES = {".js": "text/javascript", ".mjs": "text/javascript", ".css": "text/css", ".json": "application/json",
+              ".svg": "image/svg+xml", ".map": "application/json", ".html": "text/html", ".txt": "text/plain"}
 BROTLI_QUALITY = 5          # Gradio compresses at 4 per request; once per file, a denser 5 costs nothing later
 MAX_CACHED_BYTES = 64 * 1024 * 1024
 # hashed names: the content of a name never changes, so the browser keeps it for a year (private: only
@@ -82,13 +84,13 @@ def install(app: FastAPI, pages) -> None:
         if path is None:
             return Response(status_code=404)
         headers = {"Cache-Control": CACHE_CONTROL, "Vary": "Accept-Encoding"}
-        enc = encoding_for(request.headers.get("accept-encoding", "")) if path.suffix in COMPRESSIBLE else None
+        media = TEXT_TYPES.get(path.suffix)
+        enc = encoding_for(request.headers.get("accept-encoding", "")) if media else None
         if enc is None:
-            return FileResponse(path, headers=headers)
+            return FileResponse(path, headers=headers, media_type=media)     # fonts, images: as they are
         from starlette.concurrency import run_in_threadpool
         body = await run_in_threadpool(files.get, name, enc)
-        media = mimetypes.guess_type(name)[0] or "application/octet-stream"
-        if media.startswith("text/") or media in ("application/javascript", "application/json"):
+        if media != "image/svg+xml":
             media += "; charset=utf-8"
         return Response(body, media_type=media, headers={**headers, "Content-Encoding": enc})
 
