@@ -63,10 +63,13 @@ def test_answers_table_sorts_filters_groups_and_opens_a_puzzle(named_studio, bro
         # sort by total reward, largest first: the server's order over every puzzle
         _pick(page, "ro-t-sort", "total")
         page.locator("#ro-t-desc input").check()
-        order = sorted(want, key=lambda p: (-want[p][GRPO + " total"], p))
+        from db.runs.answers_table import SORT_DECIMALS      # means compare at these decimals, then by puzzle
+        order = sorted(want, key=lambda p: (-round(want[p][GRPO + " total"], SORT_DECIMALS), p))
+        # the whole column, not its first cell: the ascending sort before the tick can start with the same puzzle
         page.wait_for_function(
-            "(p) => document.querySelector('#ro-t-rows .virtual-row .body-cell')?.innerText.trim() === p",
-            arg=order[0], timeout=60000)
+            "(ids) => JSON.stringify([...document.querySelectorAll('#ro-t-rows .virtual-row')].map("
+            "r => r.querySelector('.body-cell')?.innerText.trim())) === JSON.stringify(ids)",
+            arg=order, timeout=60000)
         assert [r[0] for r in _rows(page)] == order
         first = _rows(page)[0]
         assert abs(float(first[-1]) - want[first[0]][SFT]) < 1e-3       # the start model on the same puzzle

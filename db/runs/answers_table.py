@@ -24,6 +24,8 @@ from mvp_core.stats.bootstrap import cluster_sums_cis
 # Columns a page may sort by (each a column of the row query below), per row level.
 PUZZLE_SORTS = ("puzzle", "video", *TERMS, "total", "std", "length", "start_exact", "answers")
 ANSWER_SORTS = ("puzzle", "video", "sample", *TERMS, "total", "advantage", "length", "start_exact")
+TEXT_SORTS = ("puzzle", "video")
+SORT_DECIMALS = 9
 ROW_LEVELS = ("puzzle", "answer")
 GROUP_BY = ("video", "kind")
 MAX_PAGE = 500
@@ -146,13 +148,16 @@ def page(engine: Engine, source_key: str, q: AnswersQuery, start_key: str | None
     cols = ", ".join(f'"{k}"' for k in COLUMNS[q.level])
     direction = "DESC NULLS LAST" if q.descending else "ASC NULLS LAST"
     tie = "puzzle" if q.level == "puzzle" else "puzzle, sample"
+    # a mean compares at 9 decimals: two puzzles whose answers average to the same value tie (and go by
+    # puzzle id) instead of being ordered by the last bit of a sum taken in another order
+    key = f'"{q.sort}"' if q.sort in TEXT_SORTS else f'round("{q.sort}", {SORT_DECIMALS})'
     with c.lock:
         table = _derive(c, src, parse_source(start_key)) + ("_p" if q.level == "puzzle" else "_a")
 
         def compute():
             n = c.query(f"SELECT count(*) AS n FROM {table} WHERE {where}", params)[0]["n"]
             return c.query(f"""SELECT {cols} FROM {table} WHERE {where}
-                               ORDER BY "{q.sort}" {direction}, {tie} LIMIT ? OFFSET ?""",
+                               ORDER BY {key} {direction}, {tie} LIMIT ? OFFSET ?""",
                            params + [q.limit, q.offset]), int(n)
         rows, n = c.memo(("page", table, q.model_dump_json()), _version(c), compute)
     return [dict(r) for r in rows], n
