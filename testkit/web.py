@@ -80,6 +80,40 @@ def browser_login(browser, url: str, name: str, password: str, path: str = "/"):
     return ctx, page
 
 
+class SharedLogins:
+    """Logged-in browser contexts kept for a whole test run, one per (base url, user, context options):
+    each `page()` is a new tab in that user's context, so it reuses the context's HTTP cache (Gradio's
+    bundle is sent immutable: a second load fetches none of its ~74 files) and skips the login. In
+    bench/browser_page_cpu.py a reused context halves both Chromium's and the server's CPU per page load.
+    For tests that only read or act within their session; a test that logs out, lets a session expire,
+    changes a password or reads a first visit's state needs `browser_login`'s fresh context. If the
+    session has ended anyway (a studio restarted on a new database, a revoke), the login form shows
+    and is filled again."""
+
+    def __init__(self, browser):
+        self.browser = browser
+        self.contexts: dict[tuple, object] = {}
+
+    def page(self, url: str, name: str, password: str, path: str = "/", **options):
+        key = (url, name, repr(sorted(options.items())))
+        ctx = self.contexts.get(key)
+        if ctx is None:
+            ctx = self.contexts[key] = self.browser.new_context(**({"viewport": {"width": 1400, "height": 1000}}
+                                                                   | options))
+        page = ctx.new_page()
+        page.goto(url + path)
+        if page.url.split("?")[0].endswith("/login"):
+            page.fill("#login-user", name)
+            page.fill("#login-password", password)
+            page.click("#login-submit")
+        return page
+
+    def close(self) -> None:
+        for ctx in self.contexts.values():
+            ctx.close()
+        self.contexts.clear()
+
+
 def login_form(url: str, client: httpx.Client | None = None, headers: dict | None = None) -> tuple[httpx.Client, str]:
     """(client holding the login-CSRF cookie, the form's token)."""
     c = client or httpx.Client(base_url=url, timeout=60, follow_redirects=False)

@@ -25,8 +25,8 @@ def sample_videos() -> dict[str, Path]:
 
 # Fixtures that start `mvp serve` or drive Chromium: a test using one carries the marker, whether or not
 # its file says so (the fast subset leaves out slow, browser and serve).
-FIXTURE_MARKS = {"browser": "browser", "web_app": "serve", "sec_server": "serve", "studio": "serve",
-                 "named_studio": "serve"}
+FIXTURE_MARKS = {"browser": "browser", "open_as": "browser", "web_app": "serve", "sec_server": "serve",
+                 "studio": "serve", "named_studio": "serve"}
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 
 if WORKER:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from testkit.cli import run_mvp
 from testkit.store import store_answers  # noqa: F401  (shared with bench/web_rollouts.py)
-from testkit.web import CHROMIUM, CHROMIUM_ARGS, Server, browser_login, free_port  # noqa: F401  (shared with bench/)
+from testkit.web import (CHROMIUM, CHROMIUM_ARGS, Server, SharedLogins, browser_login,  # noqa: F401  (shared with bench/)
+                         free_port)
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -112,6 +113,32 @@ def browser():
 def login(browser, app: WebApp | str, name: str, password: str | None = None, path: str = "/"):
     """A fresh browser context logged in as `name` on `app` (or a base URL); returns (context, page) at `path`."""
     return browser_login(browser, app if isinstance(app, str) else app.url, name, password or PASSWORDS[name], path)
+
+
+@pytest.fixture(scope="session")
+def shared_logins(browser):
+    """One logged-in context per (studio, user, options) for this worker's whole run (testkit/web.py)."""
+    logins = SharedLogins(browser)
+    yield logins
+    logins.close()
+
+
+@pytest.fixture
+def open_as(shared_logins):
+    """`open_as(app, name, path="/", password=None, **context_options)` -> a new tab at `path` in the
+    user's shared logged-in context; the test's tabs are closed after it, pass or fail. For tests that
+    stay within their session (testkit/web.py SharedLogins); the others use `login`."""
+    pages = []
+
+    def open_page(app: WebApp | str, name: str, path: str = "/", password: str | None = None, **options):
+        url = app if isinstance(app, str) else app.url
+        page = shared_logins.page(url, name, password or PASSWORDS[name], path, **options)
+        pages.append(page)
+        return page
+    yield open_page
+    for page in pages:
+        if not page.is_closed():
+            page.close()
 
 
 def shot(page, name: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from fixtures_web import login, shot
+from fixtures_web import shot
 from sqlalchemy import select
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -58,8 +58,8 @@ def steer_run(web_app, tiny_model_dir, tiny_policy):
     return row.id
 
 
-def test_rollouts_page_compares_steered_and_unsteered(web_app, browser, steer_run):
-    ctx, page = login(browser, web_app, "rhea", path="/rollouts/")
+def test_rollouts_page_compares_steered_and_unsteered(web_app, open_as, steer_run):
+    page = open_as(web_app, "rhea", "/rollouts/")
     page.wait_for_selector(".mvp-answer-row", timeout=30000)
     pick(page, "ro-ckpt", RUN)
     page.wait_for_selector("#ro-left .mvp-rollouts[data-answers='1']", timeout=30000)   # the run's one answer
@@ -90,7 +90,6 @@ def test_rollouts_page_compares_steered_and_unsteered(web_app, browser, steer_ru
     page.wait_for_selector("#ro-steer-out .mvp-steer", timeout=180000)
     rows = page.locator("#ro-steer-out .mvp-steer-energy tr")
     assert rows.count() == 2 and rows.nth(1).locator("td").first.inner_text().strip() == "1"
-    ctx.close()
 
 
 @pytest.mark.parametrize("field,value,words", [

@@ -9,12 +9,11 @@ Its own data directory and server: four videos' puzzles (the bank's validation a
 drawn by video, so it needs four), which the shared web fixture does not have."""
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 
 import pytest
 from fixtures_model import make_puzzles
-from fixtures_web import PASSWORDS, Server, free_port, login, shot
+from fixtures_web import PASSWORDS, Server, free_port, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 RUN, SET = "bank-run", "bank-set"
@@ -83,15 +82,15 @@ def open_bank_panel(page) -> None:
     name.wait_for(state="visible", timeout=30000)
 
 
-def _open_rollouts(browser, url):
-    ctx, page = login(browser, url, "rhea", path="/rollouts/")
+def _open_rollouts(open_as, url):
+    page = open_as(url, "rhea", "/rollouts/")
     page.wait_for_selector("#ro-left .mvp-rollouts", timeout=60000)      # the run's answers: the page is up
-    return ctx, page
+    return page
 
 
-def test_bank_job_from_the_page_then_applied_to_its_model(browser, bank_app):
+def test_bank_job_from_the_page_then_applied_to_its_model(open_as, bank_app):
     url, data, recs = bank_app
-    ctx, page = _open_rollouts(browser, url)
+    page = _open_rollouts(open_as, url)
     open_bank_panel(page)
     page.wait_for_function("document.querySelector('#ro-bank-split input')?.value === 'train'", timeout=30000)
     pick(page, "ro-bank-labels", "answers stored for this checkpoint")
@@ -132,7 +131,6 @@ def test_bank_job_from_the_page_then_applied_to_its_model(browser, bank_app):
     page.fill("#ro-bank-name input, #ro-bank-name textarea", "web-bank")
     page.click("#ro-bank-launch")
     page.wait_for_selector("#ro-bank-msg:has-text('a bank named web-bank exists already')", timeout=30000)
-    ctx.close()
 
 
 def _foreign_bank(data, tiny_policy, name: str) -> None:
@@ -154,11 +152,11 @@ def _foreign_bank(data, tiny_policy, name: str) -> None:
                steer_config=SteerConfig(eta=0.5, steps=3, top_k=2)).save(data / "steer" / name)
 
 
-def test_bank_of_another_model_is_refused_unless_overridden(browser, bank_app, tiny_policy):
+def test_bank_of_another_model_is_refused_unless_overridden(open_as, bank_app, tiny_policy):
     url, data, _ = bank_app
     (data / "steer").mkdir(exist_ok=True)
     _foreign_bank(data, tiny_policy, "foreign-bank.pt")
-    ctx, page = _open_rollouts(browser, url)
+    page = _open_rollouts(open_as, url)
     open_bank_panel(page)
     listed = page.locator("#ro-bank-list tr[data-bank='foreign-bank.pt'] .mvp-bank-model")
     listed.wait_for(timeout=30000)
@@ -183,14 +181,13 @@ def test_bank_of_another_model_is_refused_unless_overridden(browser, bank_app, t
     page.wait_for_selector("#ro-steer-out .mvp-steer", timeout=180000)
     assert page.locator("#ro-steer-out .mvp-steer-answer").count() == 2
     shot(page, "rollouts_steer_bank_override")
-    ctx.close()
 
 
-def test_failed_bank_job_shows_its_one_line_at_phone_width(browser, bank_app):
+def test_failed_bank_job_shows_its_one_line_at_phone_width(open_as, bank_app):
     """Labels from the tiny random model's own greedy answers: none is right, so the energies cannot be
     trained; the job ends failed and the page shows the CLI's one line (at 390 px, on a phone)."""
     url, data, _ = bank_app
-    ctx, page = _open_rollouts(browser, url)
+    page = _open_rollouts(open_as, url)
     page.set_viewport_size({"width": 390, "height": 844})
     open_bank_panel(page)
     page.wait_for_function("document.querySelector('#ro-bank-split input')?.value === 'train'", timeout=30000)
@@ -204,7 +201,6 @@ def test_failed_bank_job_shows_its_one_line_at_phone_width(browser, bank_app):
     assert "error: the train split needs good and bad states" in err and "Traceback" not in err, err
     assert not (data / "steer" / "greedy-bank.pt").exists()                 # no bank half-written
     shot(page, "rollouts_steer_bank_failed_phone")
-    ctx.close()
 
 
 def _verdicts(data, recs, reject_odd: bool) -> None:
@@ -223,14 +219,14 @@ def _verdicts(data, recs, reject_odd: bool) -> None:
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_bank_labels_are_counted_before_the_launch(browser, bank_app, width):
+def test_bank_labels_are_counted_before_the_launch(open_as, bank_app, width):
     """The form says how many good and bad puzzles the label choice gives before anything starts;
     curator verdicts come from the review store (accepted and rejected puzzles, not the frozen set's
     accepted ones only); a choice that cannot give both kinds to each split is refused with that line
     (no advice naming settings the form lacks), and one that can is built."""
     url, data, recs = bank_app
     _verdicts(data, recs, reject_odd=False)
-    ctx, page = _open_rollouts(browser, url)
+    page = _open_rollouts(open_as, url)
     page.set_viewport_size({"width": width, "height": 900 if width > 400 else 844})
     open_bank_panel(page)
     page.wait_for_function("document.querySelector('#ro-bank-split input')?.value === 'train'", timeout=30000)
@@ -258,7 +254,6 @@ def test_bank_labels_are_counted_before_the_launch(browser, bank_app, width):
     assert "4 good (accepted) and 4 bad (rejected) puzzles from 4 videos" in plan.inner_text()
     shot(page, f"rollouts_steer_bank_counts_{width}")
     if width == 390:
-        ctx.close()
         return                                                   # built once (the 1280 run): the counts are the point here
     page.fill("#ro-bank-epochs input", "3")
     page.fill("#ro-bank-hidden input, #ro-bank-hidden textarea", "16")
@@ -267,4 +262,3 @@ def test_bank_labels_are_counted_before_the_launch(browser, bank_app, width):
     page.wait_for_selector("#ro-bank-job[data-state='done'] #ro-bank-summary", timeout=300000)
     from mvp_core.steer.bank import EnergyBank
     assert EnergyBank.load(data / "steer" / "verdict-bank-1280.pt").extra["labels_from"] == "verdicts"
-    ctx.close()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from fixtures_web import login, shot
+from fixtures_web import shot
 from fixtures_web_named_runs import GRPO, SFT
 
 pytestmark = [pytest.mark.browser]
@@ -48,71 +48,65 @@ def _pick(page, elem_id: str, text: str) -> None:
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_answers_table_sorts_filters_groups_and_opens_a_puzzle(named_studio, browser, width):
+def test_answers_table_sorts_filters_groups_and_opens_a_puzzle(named_studio, open_as, width):
     want = _expected(named_studio.Session)
     n = len(want)
-    ctx, page = login(browser, named_studio.url, "rhea", path="/rollouts/")
-    try:
-        page.set_viewport_size({"width": width, "height": 900})
-        _wait_status(page, f"puzzle rows 1-{min(25, n)} of {n}")
-        assert f"start model: {SFT}" in page.inner_text("#ro-t-status")
-        headers = page.eval_on_selector_all("#ro-t-rows thead th", "ths => ths.map(t => t.innerText.trim())")
-        for h in ("puzzle", "format", "selection", "order", "exact", "total", "distractor kinds", "start model exact"):
-            assert any(h in x for x in headers), headers
+    page = open_as(named_studio.url, "rhea", "/rollouts/")
+    page.set_viewport_size({"width": width, "height": 900})
+    _wait_status(page, f"puzzle rows 1-{min(25, n)} of {n}")
+    assert f"start model: {SFT}" in page.inner_text("#ro-t-status")
+    headers = page.eval_on_selector_all("#ro-t-rows thead th", "ths => ths.map(t => t.innerText.trim())")
+    for h in ("puzzle", "format", "selection", "order", "exact", "total", "distractor kinds", "start model exact"):
+        assert any(h in x for x in headers), headers
 
-        # sort by total reward, largest first: the server's order over every puzzle
-        _pick(page, "ro-t-sort", "total")
-        page.locator("#ro-t-desc input").check()
-        from db.runs.answers_table import SORT_DECIMALS      # means compare at these decimals, then by puzzle
-        order = sorted(want, key=lambda p: (-round(want[p][GRPO + " total"], SORT_DECIMALS), p))
-        # the whole column, not its first cell: the ascending sort before the tick can start with the same puzzle
-        page.wait_for_function(
-            "(ids) => JSON.stringify([...document.querySelectorAll('#ro-t-rows .virtual-row')].map("
-            "r => r.querySelector('.body-cell')?.innerText.trim())) === JSON.stringify(ids)",
-            arg=order, timeout=60000)
-        assert [r[0] for r in _rows(page)] == order
-        first = _rows(page)[0]
-        assert abs(float(first[-1]) - want[first[0]][SFT]) < 1e-3       # the start model on the same puzzle
+    # sort by total reward, largest first: the server's order over every puzzle
+    _pick(page, "ro-t-sort", "total")
+    page.locator("#ro-t-desc input").check()
+    from db.runs.answers_table import SORT_DECIMALS      # means compare at these decimals, then by puzzle
+    order = sorted(want, key=lambda p: (-round(want[p][GRPO + " total"], SORT_DECIMALS), p))
+    # the whole column, not its first cell: the ascending sort before the tick can start with the same puzzle
+    page.wait_for_function(
+        "(ids) => JSON.stringify([...document.querySelectorAll('#ro-t-rows .virtual-row')].map("
+        "r => r.querySelector('.body-cell')?.innerText.trim())) === JSON.stringify(ids)",
+        arg=order, timeout=60000)
+    assert [r[0] for r in _rows(page)] == order
+    first = _rows(page)[0]
+    assert abs(float(first[-1]) - want[first[0]][SFT]) < 1e-3       # the start model on the same puzzle
 
-        # filter: only the puzzles every answer of which is exact, then wrong ones
-        right = sum(1 for v in want.values() if v[GRPO] >= 1.0)
-        page.locator("#ro-t-result label", has_text="wrong").click()
-        _wait_status(page, f"of {n - right} ·")
+    # filter: only the puzzles every answer of which is exact, then wrong ones
+    right = sum(1 for v in want.values() if v[GRPO] >= 1.0)
+    page.locator("#ro-t-result label", has_text="wrong").click()
+    _wait_status(page, f"of {n - right} ·")
 
-        # group by video: one row per video with an interval
-        page.locator("#ro-t-group label", has_text="video").click()
-        page.wait_for_function("document.querySelector('#ro-t-groups .virtual-body')?.innerText.includes('[')",
-                               timeout=60000)
-        groups = _rows(page, "ro-t-groups")
-        assert sum(int(g[2]) for g in groups) == n - right              # puzzles column: every wrong puzzle once
-        assert {g[0] for g in groups} == {r[1] for r in _rows(page)}     # one group per video shown
-        shot(page, f"rollouts-answers-table-{width}")
+    # group by video: one row per video with an interval
+    page.locator("#ro-t-group label", has_text="video").click()
+    page.wait_for_function("document.querySelector('#ro-t-groups .virtual-body')?.innerText.includes('[')",
+                           timeout=60000)
+    groups = _rows(page, "ro-t-groups")
+    assert sum(int(g[2]) for g in groups) == n - right              # puzzles column: every wrong puzzle once
+    assert {g[0] for g in groups} == {r[1] for r in _rows(page)}     # one group per video shown
+    shot(page, f"rollouts-answers-table-{width}")
 
-        # a row opens its puzzle in the view above
-        pid = _rows(page)[-1][0]
-        page.locator(ROW).last.locator(".body-cell").first.click()
-        page.wait_for_function(f"document.querySelector('#ro-puzzle input')?.value.includes({json.dumps(pid)})",
-                               timeout=60000)
-        page.wait_for_function(f"document.querySelector('#ro-left h4')?.innerText.includes({json.dumps(pid)})",
-                               timeout=60000)
-        page.wait_for_selector("#ro-right .mvp-answers", timeout=60000)
-        _check_layout(page, width)
-        shot(page, f"rollouts-answers-panes-{width}")
-    finally:
-        ctx.close()
+    # a row opens its puzzle in the view above
+    pid = _rows(page)[-1][0]
+    page.locator(ROW).last.locator(".body-cell").first.click()
+    page.wait_for_function(f"document.querySelector('#ro-puzzle input')?.value.includes({json.dumps(pid)})",
+                           timeout=60000)
+    page.wait_for_function(f"document.querySelector('#ro-left h4')?.innerText.includes({json.dumps(pid)})",
+                           timeout=60000)
+    page.wait_for_selector("#ro-right .mvp-answers", timeout=60000)
+    _check_layout(page, width)
+    shot(page, f"rollouts-answers-panes-{width}")
 
 
-def test_a_page_past_any_run_is_one_line(named_studio, browser):
-    ctx, page = login(browser, named_studio.url, "rhea", path="/rollouts/")
-    try:
-        page.wait_for_selector(ROW, timeout=60000)
-        page.fill("#ro-t-page input", "999999999")
-        page.press("#ro-t-page input", "Enter")
-        page.wait_for_function("document.querySelector('#ro-t-msg')?.innerText.includes('answers table: offset')",
-                               timeout=30000)
-        assert len(page.inner_text("#ro-t-msg").strip().splitlines()) == 1
-    finally:
-        ctx.close()
+def test_a_page_past_any_run_is_one_line(named_studio, open_as):
+    page = open_as(named_studio.url, "rhea", "/rollouts/")
+    page.wait_for_selector(ROW, timeout=60000)
+    page.fill("#ro-t-page input", "999999999")
+    page.press("#ro-t-page input", "Enter")
+    page.wait_for_function("document.querySelector('#ro-t-msg')?.innerText.includes('answers table: offset')",
+                           timeout=30000)
+    assert len(page.inner_text("#ro-t-msg").strip().splitlines()) == 1
 
 
 def _check_layout(page, width: int) -> None:

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from fixtures_web import login, shot
+from fixtures_web import shot
 from fixtures_web_named_runs import GRPO, NO_SIGNAL_STEPS
 
 from app.web.svg_chart import H, PAD_B, bar_chart, line_chart
@@ -124,18 +124,15 @@ def test_baseline_labels_and_legend_do_not_overlap_in_chromium(browser):
     assert _overlaps(_boxes(browser, svg, ".mvp-legend-item text")) == []
 
 
-def test_train_page_charts_in_the_browser(named_studio, browser):
-    ctx, page = login(browser, named_studio.url, "rhea", path="/train/")
-    try:
-        page.wait_for_selector("#train-runs-reward [data-x-tick]", timeout=60000)
-        ticks = page.locator("#train-runs-reward [data-x-tick]").all_text_contents()
-        assert ticks and all(t.isdigit() for t in ticks), ticks
-        assert min(NO_SIGNAL_STEPS) <= int(ticks[0]) and int(ticks[-1]) <= max(NO_SIGNAL_STEPS)
-        legend = page.locator("#train-runs-reward .mvp-legend-item").all_text_contents()
-        assert legend == [GRPO]                 # the SFT run logs no reward: no entry for an empty line
-        shot(page, "train-charts")
-    finally:
-        ctx.close()
+def test_train_page_charts_in_the_browser(named_studio, open_as):
+    page = open_as(named_studio.url, "rhea", "/train/")
+    page.wait_for_selector("#train-runs-reward [data-x-tick]", timeout=60000)
+    ticks = page.locator("#train-runs-reward [data-x-tick]").all_text_contents()
+    assert ticks and all(t.isdigit() for t in ticks), ticks
+    assert min(NO_SIGNAL_STEPS) <= int(ticks[0]) and int(ticks[-1]) <= max(NO_SIGNAL_STEPS)
+    legend = page.locator("#train-runs-reward .mvp-legend-item").all_text_contents()
+    assert legend == [GRPO]                 # the SFT run logs no reward: no entry for an empty line
+    shot(page, "train-charts")
 
 
 @pytest.mark.parametrize("level", [0.0, 0.2, 0.5, 0.95])

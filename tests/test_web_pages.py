@@ -15,10 +15,10 @@ def pick(page, elem_id: str, text: str) -> None:
     page.locator("li[role=option]", has_text=text).first.click()
 
 
-def test_researcher_sees_a_videos_rollouts(web_app, browser):
+def test_researcher_sees_a_videos_rollouts(web_app, open_as):
     from db.models import Puzzle, Video
     from db.models.runs import Rollout
-    ctx, page = login(browser, web_app, "rhea", path="/rollouts/")
+    page = open_as(web_app, "rhea", "/rollouts/")
     page.wait_for_selector(".mvp-answer-row", timeout=30000)
     with web_app.Session() as s:
         vid, vpath = s.execute(select(Video.id, Video.path).where(Video.path.like("%bikes%"))).one()
@@ -45,7 +45,6 @@ def test_researcher_sees_a_videos_rollouts(web_app, browser):
     page.wait_for_selector("#ro-right .mvp-answer-row", timeout=15000)
     assert page.locator("#ro-right .mvp-answer-row").count() == G
     shot(page, "rollouts")
-    ctx.close()
 
 
 def _second_run(Session, run_id: str) -> None:
@@ -88,13 +87,13 @@ def _drop_run(Session, run_id: str) -> None:
         s.commit()
 
 
-def test_switching_runs_with_the_same_puzzle_shows_the_new_runs_answers(web_app, browser):
+def test_switching_runs_with_the_same_puzzle_shows_the_new_runs_answers(web_app, open_as):
     """Two runs answered the same puzzles. Switching the left version to the other run puts that
     run's answers on both sides (its base model beside its own checkpoint), never the previous run's
     group left over on the right; and back again."""
     other = "web-test-run-b"
     _second_run(web_app.Session, other)
-    ctx, page = login(browser, web_app, "rhea", path="/rollouts/")
+    page = open_as(web_app, "rhea", "/rollouts/")
     try:
         page.wait_for_selector("#ro-right .mvp-answer-row", timeout=30000)
         assert f"{RUN_ID} · step 5" in page.inner_text("#ro-left h4")
@@ -113,11 +112,10 @@ def test_switching_runs_with_the_same_puzzle_shows_the_new_runs_answers(web_app,
         page.wait_for_selector(f"#ro-right h4:has-text('{RUN_ID} · step 5')", timeout=15000)
         assert not any(t.startswith(other) for t in page.locator("#ro-right .mvp-think").all_inner_texts())
     finally:
-        ctx.close()
         _drop_run(web_app.Session, other)
 
 
-def test_zero_variance_group_is_flagged(web_app, browser):
+def test_zero_variance_group_is_flagged(web_app, open_as):
     from db import review
     from db.models import Puzzle, Video
     from db.models.curation import VerdictEvent
@@ -128,7 +126,7 @@ def test_zero_variance_group_is_flagged(web_app, browser):
         review.submit_verdict(s, ada, first, "accept")                         # judged, out of the queue
         # (another test of the shared app may have judged it too: it is out of the queue either way)
         assert review.puzzle_status(s, first)["status"] in ("accepted", "disputed")
-    ctx, page = login(browser, web_app, "rhea", path="/rollouts/")
+    page = open_as(web_app, "rhea", "/rollouts/")
     page.wait_for_selector(".mvp-answer-row", timeout=30000)
     pick(page, "ro-ckpt", f"{RUN_ID} · model:")               # the start model's group is the identical one
     page.wait_for_selector(f"#ro-left h4:has-text('{RUN_ID} · model:')", timeout=15000)
@@ -147,11 +145,10 @@ def test_zero_variance_group_is_flagged(web_app, browser):
                                                   VerdictEvent.action == "requeue")).all()
         assert [(e.user_id, e.after["reason"]) for e in ev] == [
             (rhea, "zero-variance group in rollouts")]
-    ctx.close()
 
 
-def test_stats_page_renders_charts(web_app, browser):
-    ctx, page = login(browser, web_app, "rhea", path="/stats/")
+def test_stats_page_renders_charts(web_app, open_as):
+    page = open_as(web_app, "rhea", "/stats/")
     page.wait_for_selector("#stats-status", timeout=30000)
     page.wait_for_function("() => /target/.test(document.querySelector('#stats-model_picks_by_kind')?.innerText ?? '')",
                            timeout=30000)
@@ -162,11 +159,10 @@ def test_stats_page_renders_charts(web_app, browser):
     page.wait_for_selector("#train-state", timeout=30000)
     assert "rhea (researcher)" in page.inner_text(".mvp-nav")
     shot(page, "train")
-    ctx.close()
 
 
-def test_admin_adds_a_user_who_can_log_in(web_app, browser):
-    ctx, page = login(browser, web_app, "ada", path="/admin/")
+def test_admin_adds_a_user_who_can_log_in(web_app, browser, open_as):
+    page = open_as(web_app, "ada", "/admin/")
     page.wait_for_selector("#admin-users", timeout=30000)
     page.fill("#admin-name input, #admin-name textarea", "newbie")
     pick(page, "admin-role", "researcher")
@@ -175,7 +171,6 @@ def test_admin_adds_a_user_who_can_log_in(web_app, browser):
     page.wait_for_selector("#admin-msg:has-text('added newbie')", timeout=15000)
     assert "newbie" in page.inner_text("#admin-users")
     shot(page, "admin")
-    ctx.close()
     ctx, page = login(browser, web_app, "newbie", "newbie-pass-1", path="/rollouts/")
     page.wait_for_selector(".mvp-answer-row", timeout=30000)
     assert "newbie (researcher)" in page.inner_text(".mvp-nav")
@@ -199,10 +194,10 @@ STYLED = ("kbd", ".mvp-nav-link", ".mvp-user", ".mvp-cap", ".mvp-msg", ".mvp-rub
 
 
 @pytest.mark.parametrize("theme", ["dark", "light"])
-def test_every_page_is_legible_in_both_themes(web_app, browser, theme):
+def test_every_page_is_legible_in_both_themes(web_app, open_as, theme):
     """Dark mode works on every page: each text the studio styles keeps a WCAG AA contrast (4.5:1)
     against what is behind it, in the dark and the light theme; the favicon is served."""
-    ctx, page = login(browser, web_app, "ada", path=f"/curate/?__theme={theme}")
+    page = open_as(web_app, "ada", f"/curate/?__theme={theme}")
     page.wait_for_selector("#mvp-puzzle", timeout=30000)
     checked = 0
     for name in ("curate", "gallery", "datasets", "rollouts", "stats", "train", "admin"):
@@ -220,4 +215,3 @@ def test_every_page_is_legible_in_both_themes(web_app, browser, theme):
     assert checked > 30
     resp = page.request.get(web_app.url + "/favicon.ico")
     assert resp.status == 200 and resp.headers["content-type"] == "image/x-icon" and resp.body()[:4] == b"\0\0\1\0"
-    ctx.close()

@@ -4,7 +4,7 @@ sample as a background job, and see each answer's reasoning and score; bad setti
 from __future__ import annotations
 
 import pytest
-from fixtures_web import login, shot
+from fixtures_web import shot
 
 from app.web.pages.rollouts.playground import settings
 from mvp_core.errors import UserError
@@ -29,34 +29,28 @@ def _open(page, width: int) -> None:
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_playground_samples_the_left_version_on_the_puzzle(named_studio, browser, width):
-    ctx, page = login(browser, named_studio.url, "rhea", path="/rollouts/")
-    try:
-        _open(page, width)
-        pid = page.input_value("#ro-puzzle input").split(" ")[0]
-        page.fill("#ro-pg-g input", "2")
-        page.fill("#ro-pg-temp input", "0.7")
-        page.fill("#ro-pg-max input", "8")
-        page.click("#ro-pg-run")
-        page.wait_for_selector("#ro-pg-status [data-done]", timeout=240000)
-        assert page.get_attribute("#ro-pg-status [data-done]", "data-done") == "1", page.inner_text("#ro-pg-status")
-        rows = page.locator("#ro-pg-answers .mvp-answer-row")
-        assert rows.count() == 2
-        text = page.inner_text("#ro-pg-answers")
-        assert pid in text and "format" in text and "exact" in text        # each answer's score
-        shot(page, f"rollouts-playground-{width}")
-    finally:
-        ctx.close()
+def test_playground_samples_the_left_version_on_the_puzzle(named_studio, open_as, width):
+    page = open_as(named_studio.url, "rhea", "/rollouts/")
+    _open(page, width)
+    pid = page.input_value("#ro-puzzle input").split(" ")[0]
+    page.fill("#ro-pg-g input", "2")
+    page.fill("#ro-pg-temp input", "0.7")
+    page.fill("#ro-pg-max input", "8")
+    page.click("#ro-pg-run")
+    page.wait_for_selector("#ro-pg-status [data-done]", timeout=240000)
+    assert page.get_attribute("#ro-pg-status [data-done]", "data-done") == "1", page.inner_text("#ro-pg-status")
+    rows = page.locator("#ro-pg-answers .mvp-answer-row")
+    assert rows.count() == 2
+    text = page.inner_text("#ro-pg-answers")
+    assert pid in text and "format" in text and "exact" in text        # each answer's score
+    shot(page, f"rollouts-playground-{width}")
 
 
-def test_bad_settings_are_one_line(named_studio, browser):
-    ctx, page = login(browser, named_studio.url, "rhea", path="/rollouts/")
-    try:
-        _open(page, 1280)
-        page.fill("#ro-pg-temp input", "5")
-        page.click("#ro-pg-run")
-        page.wait_for_function("document.querySelector('#ro-pg-msg')?.innerText.includes('temperature must be in')",
-                               timeout=30000)
-        assert len(page.inner_text("#ro-pg-msg").strip().splitlines()) == 1
-    finally:
-        ctx.close()
+def test_bad_settings_are_one_line(named_studio, open_as):
+    page = open_as(named_studio.url, "rhea", "/rollouts/")
+    _open(page, 1280)
+    page.fill("#ro-pg-temp input", "5")
+    page.click("#ro-pg-run")
+    page.wait_for_function("document.querySelector('#ro-pg-msg')?.innerText.includes('temperature must be in')",
+                           timeout=30000)
+    assert len(page.inner_text("#ro-pg-msg").strip().splitlines()) == 1

@@ -6,7 +6,7 @@ appears below without a reload; a split the run trained on is marked and refused
 from __future__ import annotations
 
 import pytest
-from fixtures_web import login, shot
+from fixtures_web import shot
 from fixtures_web_named_runs import GRPO, SFT, SPLIT_SET
 
 pytestmark = [pytest.mark.browser]
@@ -36,70 +36,61 @@ def test_versions_are_named_by_what_they_are(named_studio):
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_rollouts_open_on_the_checkpoint_beside_its_start_model(named_studio, browser, width):
-    ctx, page = login(browser, named_studio.url, "rhea", path="/rollouts/")
-    try:
-        page.set_viewport_size({"width": width, "height": 900})
-        page.wait_for_selector("#ro-right .mvp-answer-row", timeout=60000)       # the panes (the script)
-        page.wait_for_function("document.querySelector('#ro-ckpt2 input')?.value", timeout=60000)   # the pickers
-        assert GRPO_LABEL in page.input_value("#ro-ckpt input")
-        assert SFT_LABEL in page.input_value("#ro-ckpt2 input")          # not "(none)"
-        assert GRPO_LABEL in page.inner_text("#ro-left h4")
-        assert SFT_LABEL in page.inner_text("#ro-right h4")
-        assert f"started from warm start SFT run {SFT} step 2" in page.inner_text("#ro-pane-info")
-        assert "base model" not in page.inner_text("body")
-        # the reward terms fit their column (they ran over the total column at 1280 px)
-        over = page.eval_on_selector_all("#ro-pane-left .mvp-terms, #ro-pane-right .mvp-terms",
-                                         "els => els.filter(e => e.scrollWidth > e.clientWidth + 1).length")
-        assert over == 0, over
-        shot(page, f"rollouts-names-{width}")
-    finally:
-        ctx.close()
+def test_rollouts_open_on_the_checkpoint_beside_its_start_model(named_studio, open_as, width):
+    page = open_as(named_studio.url, "rhea", "/rollouts/")
+    page.set_viewport_size({"width": width, "height": 900})
+    page.wait_for_selector("#ro-right .mvp-answer-row", timeout=60000)       # the panes (the script)
+    page.wait_for_function("document.querySelector('#ro-ckpt2 input')?.value", timeout=60000)   # the pickers
+    assert GRPO_LABEL in page.input_value("#ro-ckpt input")
+    assert SFT_LABEL in page.input_value("#ro-ckpt2 input")          # not "(none)"
+    assert GRPO_LABEL in page.inner_text("#ro-left h4")
+    assert SFT_LABEL in page.inner_text("#ro-right h4")
+    assert f"started from warm start SFT run {SFT} step 2" in page.inner_text("#ro-pane-info")
+    assert "base model" not in page.inner_text("body")
+    # the reward terms fit their column (they ran over the total column at 1280 px)
+    over = page.eval_on_selector_all("#ro-pane-left .mvp-terms, #ro-pane-right .mvp-terms",
+                                     "els => els.filter(e => e.scrollWidth > e.clientWidth + 1).length")
+    assert over == 0, over
+    shot(page, f"rollouts-names-{width}")
 
 
-def test_job_choice_survives_a_reload(named_studio, browser):
-    ctx, page = login(browser, named_studio.url, "rhea", path="/rollouts/")
-    try:
-        page.wait_for_selector("#ro-job-launch", timeout=60000)
-        page.locator("#ro-job-kind label", has_text="eval:").click()
-        page.wait_for_function("location.search.includes('job=eval')", timeout=10000)
-        page.reload()
-        page.wait_for_selector("#ro-job-launch", timeout=60000)
-        page.wait_for_function("document.querySelector('#ro-job-kind input[type=radio]:checked')?.value === 'eval'",
-                               timeout=30000)
-    finally:
-        ctx.close()
+def test_job_choice_survives_a_reload(named_studio, open_as):
+    page = open_as(named_studio.url, "rhea", "/rollouts/")
+    page.wait_for_selector("#ro-job-launch", timeout=60000)
+    page.locator("#ro-job-kind label", has_text="eval:").click()
+    page.wait_for_function("location.search.includes('job=eval')", timeout=10000)
+    page.reload()
+    page.wait_for_selector("#ro-job-launch", timeout=60000)
+    page.wait_for_function("document.querySelector('#ro-job-kind input[type=radio]:checked')?.value === 'eval'",
+                           timeout=30000)
 
 
-def test_trained_split_is_marked_and_a_finished_eval_appears_in_place(named_studio, browser):
+def test_trained_split_is_marked_and_a_finished_eval_appears_in_place(named_studio, open_as):
     from db.runs.evaluations import list_evaluations
     with named_studio.Session() as s:
         before = len(list_evaluations(s))
-    ctx, page = login(browser, named_studio.url, "rhea", path="/rollouts/?job=eval")
-    try:
-        page.wait_for_selector("#ro-job-launch", timeout=60000)
-        pick(page, "ro-job-run", GRPO)
-        pick(page, "ro-job-ckpt", "step 60")
-        pick(page, "ro-job-set", SPLIT_SET)
-        page.wait_for_function("document.querySelector('#ro-job-split input')?.value === 'test'", timeout=30000)
-        # the split it trained on is marked, and launching there needs the explicit tick
-        pick(page, "ro-job-split", "train · trained on")
-        page.locator("#ro-job-limit input").fill("2")
-        page.locator("#ro-job-mnt input").fill("4")
-        page.click("#ro-job-launch")
-        page.wait_for_selector("#ro-job-msg:has-text('trained on split train')", timeout=30000)
-        assert page.locator("#ro-jobs .mvp-job[data-kind=eval]").get_attribute("data-state") == "none"
-        # a held-out split: the eval runs, and its row appears below without a reload
-        pick(page, "ro-job-split", "test")
-        n_rows = page.locator("#eval-results tr[data-eval]").count()
-        assert n_rows == before
-        page.click("#ro-job-launch")
-        page.wait_for_selector("#ro-jobs .mvp-job[data-kind=eval][data-state=done]", timeout=240000)
-        page.wait_for_selector(f"#eval-results tr[data-eval][data-run='{GRPO}']", timeout=30000)
-        assert page.locator("#eval-results tr[data-eval]").count() == before + 1
-        shot(page, "rollouts-eval-in-place")
-    finally:
-        ctx.close()
+    page = open_as(named_studio.url, "rhea", "/rollouts/?job=eval")
+    page.wait_for_selector("#ro-job-launch", timeout=60000)
+    pick(page, "ro-job-run", GRPO)
+    pick(page, "ro-job-ckpt", "step 60")
+    pick(page, "ro-job-set", SPLIT_SET)
+    page.wait_for_function("document.querySelector('#ro-job-split input')?.value === 'test'", timeout=30000)
+    # the split it trained on is marked, and launching there needs the explicit tick
+    pick(page, "ro-job-split", "train · trained on")
+    page.locator("#ro-job-limit input").fill("2")
+    page.locator("#ro-job-mnt input").fill("4")
+    page.click("#ro-job-launch")
+    page.wait_for_selector("#ro-job-msg:has-text('trained on split train')", timeout=30000)
+    assert page.locator("#ro-jobs .mvp-job[data-kind=eval]").get_attribute("data-state") == "none"
+    # a held-out split: the eval runs, and its row appears below without a reload
+    pick(page, "ro-job-split", "test")
+    n_rows = page.locator("#eval-results tr[data-eval]").count()
+    assert n_rows == before
+    page.click("#ro-job-launch")
+    page.wait_for_selector("#ro-jobs .mvp-job[data-kind=eval][data-state=done]", timeout=240000)
+    page.wait_for_selector(f"#eval-results tr[data-eval][data-run='{GRPO}']", timeout=30000)
+    assert page.locator("#eval-results tr[data-eval]").count() == before + 1
+    shot(page, "rollouts-eval-in-place")
 
 
 @pytest.fixture
@@ -157,19 +148,16 @@ def test_a_run_that_answered_is_named_by_its_model(named_studio, answered_with_c
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_compare_opens_on_the_start_model_of_a_run_that_answered(named_studio, answered_with_checkpoints, browser,
+def test_compare_opens_on_the_start_model_of_a_run_that_answered(named_studio, answered_with_checkpoints, open_as,
                                                                 width):
-    ctx, page = login(browser, named_studio.url, "rhea", path="/rollouts/")
-    try:
-        page.set_viewport_size({"width": width, "height": 900})
-        page.wait_for_function("document.querySelector('#ro-ckpt2 input')?.value", timeout=60000)
-        pick(page, "ro-ckpt", GRPO_ANSWERS)
-        page.wait_for_function("t => document.querySelector('#ro-left h4')?.innerText.includes(t)",
-                               arg=GRPO_ANSWERS, timeout=60000)
-        page.wait_for_function("t => document.querySelector('#ro-ckpt2 input')?.value.includes(t)", arg=SFT_LABEL,
-                               timeout=60000)
-        assert SFT_LABEL in page.inner_text("#ro-right h4")
-        assert "warm start GRPO" not in page.inner_text("#ro-left h4")
-        shot(page, f"rollouts-answered-with-{width}")
-    finally:
-        ctx.close()
+    page = open_as(named_studio.url, "rhea", "/rollouts/")
+    page.set_viewport_size({"width": width, "height": 900})
+    page.wait_for_function("document.querySelector('#ro-ckpt2 input')?.value", timeout=60000)
+    pick(page, "ro-ckpt", GRPO_ANSWERS)
+    page.wait_for_function("t => document.querySelector('#ro-left h4')?.innerText.includes(t)",
+                           arg=GRPO_ANSWERS, timeout=60000)
+    page.wait_for_function("t => document.querySelector('#ro-ckpt2 input')?.value.includes(t)", arg=SFT_LABEL,
+                           timeout=60000)
+    assert SFT_LABEL in page.inner_text("#ro-right h4")
+    assert "warm start GRPO" not in page.inner_text("#ro-left h4")
+    shot(page, f"rollouts-answered-with-{width}")

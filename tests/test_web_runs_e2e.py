@@ -50,7 +50,9 @@ def curate_all(browser, studio) -> int:
 
 def launch_training(page, studio, trainer: str, model_label: str | None, steps: int) -> dict:
     """Fill the Train form and launch; returns the job once its first live point is drawn."""
-    page.wait_for_selector("#train-state", timeout=60000)           # the page's load event has filled the form
+    # the page's load event has filled the form and made it editable (a refresh tick can draw #train-state
+    # first, and a click on the still read-only trainer radio is lost)
+    page.wait_for_function("document.querySelector('#train-launch')?.disabled === false", timeout=60000)
     if trainer == "sft":
         page.locator("#train-trainer label", has_text="SFT").click()
         page.wait_for_selector("#train-reward", state="hidden", timeout=30000)
@@ -141,7 +143,7 @@ def trained(studio, browser, frozen) -> str:
         shot(page, "e2e-train-sft")
         phase("sft")
         page.reload()                              # the model picker now lists the SFT checkpoints
-        page.wait_for_selector("#train-state", timeout=60000)
+        page.wait_for_function("document.querySelector('#train-launch')?.disabled === false", timeout=60000)
         assert page.locator("#train-reward").is_hidden()          # the form shows the SFT run's settings
         sft_id = sft["run_dir"].rsplit("/", 1)[-1]
         job = launch_training(page, studio, "grpo", f"{sft_id} · step 2 · SFT from", 2)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fixtures_web import login, shot
+from fixtures_web import shot
 from fixtures_web_named_runs import GRPO, NO_SIGNAL_STEPS, SFT, SPLIT_SET
 
 pytestmark = [pytest.mark.browser]
@@ -53,27 +53,24 @@ def _note(page, attr: str) -> str:
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_no_signal_run_is_flagged_in_the_page(named_studio, browser, width):
-    ctx, page = login(browser, named_studio.url, "rhea", path="/train/")
-    try:
-        page.set_viewport_size({"width": width, "height": 900})
-        row = f"#train-runs-table tr[data-run='{GRPO}']"
-        page.wait_for_selector(row, timeout=60000)
-        assert page.locator(f"{row} [data-signal=no-variance]").count() == 1
-        assert page.locator(f"{row} [data-signal=zero-grad]").count() == 1
-        n = len(NO_SIGNAL_STEPS)
-        assert f"{n} consecutive steps" in page.locator(f"{row} [data-signal=no-variance]").get_attribute("title")
-        assert page.locator(f"#train-runs-table tr[data-run='{SFT}'] [data-signal]").count() == 0
-        assert f"warm start SFT run {SFT} step 2" in page.inner_text(row)
-        shot(page, f"train-no-signal-{width}")
-    finally:
-        ctx.close()
+def test_no_signal_run_is_flagged_in_the_page(named_studio, open_as, width):
+    page = open_as(named_studio.url, "rhea", "/train/")
+    page.set_viewport_size({"width": width, "height": 900})
+    row = f"#train-runs-table tr[data-run='{GRPO}']"
+    page.wait_for_selector(row, timeout=60000)
+    assert page.locator(f"{row} [data-signal=no-variance]").count() == 1
+    assert page.locator(f"{row} [data-signal=zero-grad]").count() == 1
+    n = len(NO_SIGNAL_STEPS)
+    assert f"{n} consecutive steps" in page.locator(f"{row} [data-signal=no-variance]").get_attribute("title")
+    assert page.locator(f"#train-runs-table tr[data-run='{SFT}'] [data-signal]").count() == 0
+    assert f"warm start SFT run {SFT} step 2" in page.inner_text(row)
+    shot(page, f"train-no-signal-{width}")
 
 
-def test_train_page_shows_sets_and_enforces_the_splits(named_studio, browser):
+def test_train_page_shows_sets_and_enforces_the_splits(named_studio, open_as):
     from app.web import jobs
     before = set((named_studio.data_dir / "runs").glob("*-grpo-*"))
-    ctx, page = login(browser, named_studio.url, "rhea", path="/train/")
+    page = open_as(named_studio.url, "rhea", "/train/")
     try:
         page.wait_for_selector("#train-split-note", timeout=60000)
         page.wait_for_function("document.querySelector('#train-set input')?.value", timeout=30000)
@@ -110,7 +107,6 @@ def test_train_page_shows_sets_and_enforces_the_splits(named_studio, browser):
         page.wait_for_function("document.querySelector('#train-split-note')?.dataset.eval === 'val'", timeout=60000)
         assert _note(page, "data-splits") == "train"
     finally:
-        ctx.close()
         jobs.stop(named_studio.data_dir, grace_s=5)
         deadline = time.time() + 30
         while time.time() < deadline and (j := jobs.active(named_studio.data_dir)) and j["alive"]:

@@ -8,7 +8,7 @@ import json
 import shutil
 
 import pytest
-from fixtures_web import ARTIFACTS, PASSWORDS, login, shot
+from fixtures_web import ARTIFACTS, shot
 from fixtures_web_named_runs import GRPO, SFT, SPLIT_SET
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -38,26 +38,23 @@ def _pick(page, elem_id: str, text: str) -> None:
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_two_configs_side_by_side_with_differences_marked(named_studio, browser, width):
-    ctx, page = login(browser, named_studio.url, "rhea", path="/train/")
-    try:
-        page.set_viewport_size({"width": width, "height": 900})
-        page.wait_for_selector("#train-cfg-a input", timeout=60000)
-        _pick(page, "train-cfg-a", SFT)
-        _pick(page, "train-cfg-b", GRPO)
-        _wait(page, f"document.querySelector('#train-cfg-diff th:nth-child(3)')?.innerText === {json.dumps(GRPO)}"
-                    f" && document.querySelector('#train-cfg-diff th:nth-child(2)')?.innerText === {json.dumps(SFT)}")
-        marked = page.eval_on_selector_all("#train-cfg-diff tr.mvp-diff", "rs => rs.map(r => r.dataset.key)")
-        same = page.eval_on_selector_all("#train-cfg-diff tr.mvp-same", "rs => rs.map(r => r.dataset.key)")
-        assert {"trainer", "model", "max_completion_length"} <= set(marked), marked
-        assert "set_name" in same and "set_name" not in marked
-        bg = page.eval_on_selector("#train-cfg-diff tr.mvp-diff td", "td => getComputedStyle(td).backgroundColor")
-        assert bg not in ("rgba(0, 0, 0, 0)", "transparent")          # the mark is visible
-        page.locator("#train-cfg-only input").check()
-        _wait(page, "!document.querySelector('#train-cfg-diff tr.mvp-same')")
-        shot(page, f"train-config-diff-{width}")
-    finally:
-        ctx.close()
+def test_two_configs_side_by_side_with_differences_marked(named_studio, open_as, width):
+    page = open_as(named_studio.url, "rhea", "/train/")
+    page.set_viewport_size({"width": width, "height": 900})
+    page.wait_for_selector("#train-cfg-a input", timeout=60000)
+    _pick(page, "train-cfg-a", SFT)
+    _pick(page, "train-cfg-b", GRPO)
+    _wait(page, f"document.querySelector('#train-cfg-diff th:nth-child(3)')?.innerText === {json.dumps(GRPO)}"
+                f" && document.querySelector('#train-cfg-diff th:nth-child(2)')?.innerText === {json.dumps(SFT)}")
+    marked = page.eval_on_selector_all("#train-cfg-diff tr.mvp-diff", "rs => rs.map(r => r.dataset.key)")
+    same = page.eval_on_selector_all("#train-cfg-diff tr.mvp-same", "rs => rs.map(r => r.dataset.key)")
+    assert {"trainer", "model", "max_completion_length"} <= set(marked), marked
+    assert "set_name" in same and "set_name" not in marked
+    bg = page.eval_on_selector("#train-cfg-diff tr.mvp-diff td", "td => getComputedStyle(td).backgroundColor")
+    assert bg not in ("rgba(0, 0, 0, 0)", "transparent")          # the mark is visible
+    page.locator("#train-cfg-only input").check()
+    _wait(page, "!document.querySelector('#train-cfg-diff tr.mvp-same')")
+    shot(page, f"train-config-diff-{width}")
 
 
 @pytest.fixture
@@ -86,29 +83,26 @@ def stopped_run(named_studio):
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_a_stopped_run_resumes_from_its_checkpoint(named_studio, stopped_run, browser, width):
+def test_a_stopped_run_resumes_from_its_checkpoint(named_studio, stopped_run, open_as, width):
     from app.web import jobs
-    ctx, page = login(browser, named_studio.url, "rhea", path="/train/")
-    try:
-        page.set_viewport_size({"width": width, "height": 900})
-        label = f"Resume {STOPPED} from checkpoint step 3"
-        _wait(page, f"document.querySelector('#train-resume')?.innerText.trim() === {json.dumps(label)}")
-        choices = page.locator("#train-resume-run input").input_value()
-        assert STOPPED in choices and GRPO not in choices                  # finished runs are not offered
-        page.click("#train-resume")
-        _wait(page, f"document.querySelector('#train-resume-msg')?.innerText.includes('resuming {STOPPED}')")
-        job = jobs.active(named_studio.data_dir)
-        assert job and job["run_dir"] == str(stopped_run.resolve()) and job["resumed_from"] == 3
-        assert "--resume" in job["cmd"] and f"output_dir={stopped_run.resolve()}" in job["cmd"]
-        assert job["cmd"][job["cmd"].index("app.cli") + 1] == "train"   # the run's own trainer (GRPO)
-        assert job["set"] == SPLIT_SET                                  # recorded as a launch records it
-        # the live status names the resumed run, after a reload too (it failed on a record without a set)
-        page.reload()
-        _wait(page, f"document.querySelector('#train-state')?.dataset.run === {json.dumps(str(stopped_run.resolve()))}")
-        assert f"set {SPLIT_SET}" in page.inner_text("#train-state")
-        shot(page, f"train-resume-{width}")
-    finally:
-        ctx.close()
+    page = open_as(named_studio.url, "rhea", "/train/")
+    page.set_viewport_size({"width": width, "height": 900})
+    label = f"Resume {STOPPED} from checkpoint step 3"
+    _wait(page, f"document.querySelector('#train-resume')?.innerText.trim() === {json.dumps(label)}")
+    choices = page.locator("#train-resume-run input").input_value()
+    assert STOPPED in choices and GRPO not in choices                  # finished runs are not offered
+    page.click("#train-resume")
+    _wait(page, f"document.querySelector('#train-resume-msg')?.innerText.includes('resuming {STOPPED}')")
+    job = jobs.active(named_studio.data_dir)
+    assert job and job["run_dir"] == str(stopped_run.resolve()) and job["resumed_from"] == 3
+    assert "--resume" in job["cmd"] and f"output_dir={stopped_run.resolve()}" in job["cmd"]
+    assert job["cmd"][job["cmd"].index("app.cli") + 1] == "train"   # the run's own trainer (GRPO)
+    assert job["set"] == SPLIT_SET                                  # recorded as a launch records it
+    # the live status names the resumed run, after a reload too (it failed on a record without a set)
+    page.reload()
+    _wait(page, f"document.querySelector('#train-state')?.dataset.run === {json.dumps(str(stopped_run.resolve()))}")
+    assert f"set {SPLIT_SET}" in page.inner_text("#train-state")
+    shot(page, f"train-resume-{width}")
 
 
 def test_smoothing_is_tensorboards_debiased_moving_average():
@@ -140,15 +134,10 @@ CONTRAST_JS = """sel => {
   return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05); }"""
 
 
-def _open_train(browser, url: str, width: int, theme: str):
+def _open_train(open_as, url: str, width: int, theme: str):
     """Logged in as rhea on the Train page: a desktop window, or a touch phone at 390 px."""
-    ctx = browser.new_context(**(PHONE if width == 390 else dict(viewport={"width": width, "height": 900})))
-    page = ctx.new_page()
-    page.goto(f"{url}/train/?__theme={theme}")
-    page.fill("#login-user", "rhea")
-    page.fill("#login-password", PASSWORDS["rhea"])
-    page.click("#login-submit")
-    return ctx, page
+    return open_as(url, "rhea", f"/train/?__theme={theme}",
+                   **(PHONE if width == 390 else dict(viewport={"width": width, "height": 900})))
 
 
 def _x_range(page) -> list[float]:
@@ -188,72 +177,69 @@ def _double_click_resets(page, box: dict, full: list[float]) -> None:
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_explore_a_metric_hover_zoom_and_hide_a_run(named_studio, browser, width):
+def test_explore_a_metric_hover_zoom_and_hide_a_run(named_studio, open_as, width):
     """The "Explore a metric" chart (Plotly in gr.Plot) at 1280 px with a mouse in the dark theme and on a
     390 px touch phone in the light one: a value on hover (a tap on the phone), drag-to-zoom and
     double-click / "Whole run" back to the whole run, smoothing redrawn from the server, a run hidden by
     its legend entry in the browser alone, the chart no wider than the screen, its axis text legible."""
     theme = "dark" if width == 1280 else "light"
-    ctx, page = _open_train(browser, named_studio.url, width, theme)
+    page = _open_train(open_as, named_studio.url, width, theme)
+    page.wait_for_selector("#train-x-plot .js-plotly-plot .nsewdrag", timeout=60000)
+    _pick(page, "train-x-metric", "loss")
+    _wait(page, f"{GD}?.data?.length === 2")                    # one line per run
+    page.locator("#train-x-plot").scroll_into_view_if_needed()
+    assert page.evaluate(f"{GD}._fullLayout.yaxis.title.text") == "loss"
+    assert page.evaluate(f"{GD}._fullLayout.xaxis.title.text") == "step"
+    # the chart fits the screen (Plotly sized to its container, not a fixed width)
+    rect = page.evaluate(f"(() => {{ const r = {GD}.getBoundingClientRect(); "
+                         "return [r.left, r.right, r.width, window.innerWidth]; })()")
+    assert rect[0] >= 0 and rect[1] <= rect[3] and rect[2] > rect[3] * 0.6, rect
+    # the axis text stands out from what is behind it in this theme (WCAG AA, as test_web_pages)
+    for sel in ("#train-x-plot .xtick text", "#train-x-plot .ytitle"):
+        assert page.evaluate(CONTRAST_JS, sel) >= 4.5, (theme, sel)
+    # hover (a tap on the phone): the run, the step and the value of the point under the pointer
+    x, y = page.evaluate(POINT_JS, [61, 0])
+    if width == 390:
+        page.touchscreen.tap(x, y)
+    else:
+        page.mouse.move(x, y)
+    tip_js = "document.querySelector('#train-x-plot .hoverlayer')?.textContent || ''"
+    _wait(page, f"({tip_js}).includes('step 61')", 15000)
+    tip = page.evaluate(tip_js)
+    assert f"{GRPO}: 0 (raw 0)" in tip and SFT not in tip, tip       # one line per run at that step
+    page.locator("#train-x-plot").screenshot(path=str(ARTIFACTS / f"train-explore-hover-{width}.png"))
+    # zoom: a drag across the plot narrows the x axis; a double-click and "Whole run" bring back the whole run
+    full = _x_range(page)
+    box = page.locator("#train-x-plot .nsewdrag").bounding_box()
+    _drag_zoom(page, box, full)
+    _double_click_resets(page, box, full)
+    _drag_zoom(page, box, full)
+    page.click("#train-x-whole")
+    _wait_range(page, *full)
+    # smoothing: redrawn by the server with TensorBoard's moving average; the hover keeps the raw value
+    num = page.locator("#train-x-smooth input[type=number]")
+    num.fill("0.5")
+    num.press("Tab")                                               # the slider's release
+    want = smooth([1.9, 1.8], 0.5)[1]                             # a-sft's loss at steps 1 and 2
+    assert want == pytest.approx(1.8333333)
+    sft_y = f"({TRACE_JS})({json.dumps(SFT)})?.y"
+    _wait(page, f"(() => {{ const y = {sft_y}; return y && Math.abs(y[1] - {want}) < 1e-9; }})()")
+    assert page.evaluate(f"[...({TRACE_JS})({json.dumps(SFT)}).customdata]") == pytest.approx([1.9, 1.8])
+    page.wait_for_timeout(500)
+    shot(page, f"train-explore-{width}")
+    page.locator("#train-x-plot").screenshot(path=str(ARTIFACTS / f"train-explore-chart-{width}.png"))
+    # a legend entry hides its run in the browser: every request to the server is held meanwhile
+    held = []
+    page.route("**/gradio_api/**", lambda route: held.append(route))
     try:
-        page.wait_for_selector("#train-x-plot .js-plotly-plot .nsewdrag", timeout=60000)
-        _pick(page, "train-x-metric", "loss")
-        _wait(page, f"{GD}?.data?.length === 2")                    # one line per run
-        page.locator("#train-x-plot").scroll_into_view_if_needed()
-        assert page.evaluate(f"{GD}._fullLayout.yaxis.title.text") == "loss"
-        assert page.evaluate(f"{GD}._fullLayout.xaxis.title.text") == "step"
-        # the chart fits the screen (Plotly sized to its container, not a fixed width)
-        rect = page.evaluate(f"(() => {{ const r = {GD}.getBoundingClientRect(); "
-                             "return [r.left, r.right, r.width, window.innerWidth]; })()")
-        assert rect[0] >= 0 and rect[1] <= rect[3] and rect[2] > rect[3] * 0.6, rect
-        # the axis text stands out from what is behind it in this theme (WCAG AA, as test_web_pages)
-        for sel in ("#train-x-plot .xtick text", "#train-x-plot .ytitle"):
-            assert page.evaluate(CONTRAST_JS, sel) >= 4.5, (theme, sel)
-        # hover (a tap on the phone): the run, the step and the value of the point under the pointer
-        x, y = page.evaluate(POINT_JS, [61, 0])
+        entry = page.locator("#train-x-plot .legend .traces", has_text=SFT).locator(".legendtoggle")
         if width == 390:
-            page.touchscreen.tap(x, y)
+            entry.tap(force=True)
         else:
-            page.mouse.move(x, y)
-        tip_js = "document.querySelector('#train-x-plot .hoverlayer')?.textContent || ''"
-        _wait(page, f"({tip_js}).includes('step 61')", 15000)
-        tip = page.evaluate(tip_js)
-        assert f"{GRPO}: 0 (raw 0)" in tip and SFT not in tip, tip       # one line per run at that step
-        page.locator("#train-x-plot").screenshot(path=str(ARTIFACTS / f"train-explore-hover-{width}.png"))
-        # zoom: a drag across the plot narrows the x axis; a double-click and "Whole run" bring back the whole run
-        full = _x_range(page)
-        box = page.locator("#train-x-plot .nsewdrag").bounding_box()
-        _drag_zoom(page, box, full)
-        _double_click_resets(page, box, full)
-        _drag_zoom(page, box, full)
-        page.click("#train-x-whole")
-        _wait_range(page, *full)
-        # smoothing: redrawn by the server with TensorBoard's moving average; the hover keeps the raw value
-        num = page.locator("#train-x-smooth input[type=number]")
-        num.fill("0.5")
-        num.press("Tab")                                               # the slider's release
-        want = smooth([1.9, 1.8], 0.5)[1]                             # a-sft's loss at steps 1 and 2
-        assert want == pytest.approx(1.8333333)
-        sft_y = f"({TRACE_JS})({json.dumps(SFT)})?.y"
-        _wait(page, f"(() => {{ const y = {sft_y}; return y && Math.abs(y[1] - {want}) < 1e-9; }})()")
-        assert page.evaluate(f"[...({TRACE_JS})({json.dumps(SFT)}).customdata]") == pytest.approx([1.9, 1.8])
-        page.wait_for_timeout(500)
-        shot(page, f"train-explore-{width}")
-        page.locator("#train-x-plot").screenshot(path=str(ARTIFACTS / f"train-explore-chart-{width}.png"))
-        # a legend entry hides its run in the browser: every request to the server is held meanwhile
-        held = []
-        page.route("**/gradio_api/**", lambda route: held.append(route))
-        try:
-            entry = page.locator("#train-x-plot .legend .traces", has_text=SFT).locator(".legendtoggle")
-            if width == 390:
-                entry.tap(force=True)
-            else:
-                entry.click(force=True)
-            _wait(page, f"({TRACE_JS})({json.dumps(SFT)})?.visible === 'legendonly'", 10000)
-            assert page.evaluate(f"({TRACE_JS})({json.dumps(GRPO)}).visible") in (None, True)
-        finally:
-            for r in held:
-                r.continue_()
-            page.unroute("**/gradio_api/**")
+            entry.click(force=True)
+        _wait(page, f"({TRACE_JS})({json.dumps(SFT)})?.visible === 'legendonly'", 10000)
+        assert page.evaluate(f"({TRACE_JS})({json.dumps(GRPO)}).visible") in (None, True)
     finally:
-        ctx.close()
+        for r in held:
+            r.continue_()
+        page.unroute("**/gradio_api/**")
