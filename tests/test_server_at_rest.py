@@ -32,3 +32,18 @@ def test_the_built_server_imports_no_training_code(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout[-2000:]
+
+
+def test_every_page_queue_polls_at_the_servers_interval():
+    """Gradio's queue has no setting for its idle polling (app/web/server.py `_slow_idle_polling` sets its
+    attributes): each page's queue takes the server's intervals, so a Gradio that renamed them fails here
+    rather than polling every millisecond again."""
+    import gradio as gr
+
+    from app.web import server
+    with gr.Blocks() as blocks:
+        gr.Markdown("x")
+    blocks.queue(default_concurrency_limit=8)
+    server._slow_idle_polling(blocks)
+    assert blocks._queue.sleep_when_free == server.GRADIO_QUEUE_IDLE_POLL_S
+    assert blocks._queue.progress_update_sleep_when_free == server.GRADIO_PROGRESS_IDLE_POLL_S

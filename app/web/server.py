@@ -36,10 +36,11 @@ LOGIN_FIELD_BYTES = 8 * 1024         # its longest field, `next`, is cut at MAX_
 GRADIO_MAX_FILE = "1kb"              # no page takes uploads (the guard refuses the route); a second line
 GRADIO_DELETE_CACHE = (3600, 3600)   # Gradio's temporary files older than an hour go, hourly
 # Gradio's queue polls for work every 1 ms (events) and 10 ms (progress) when it has none, per page: an idle
-# server with its seven pages burned ~11% of a core at rest. 10 ms / 50 ms keeps an event's wait under 10 ms
-# and the server at rest at 2-3% (docs/BENCHMARKS.md, "Server CPU at rest").
-GRADIO_QUEUE_IDLE_POLL_S = 0.01
-GRADIO_PROGRESS_IDLE_POLL_S = 0.05
+# server with its seven pages burned ~11% of a core at rest. 50 ms / 100 ms, Gradio's own values on Windows,
+# add at most 50 ms to an event's start (a Gradio event; the curate page's verdicts are plain JSON requests)
+# and keep the server at rest under 1% of a core (docs/BENCHMARKS.md, "Server CPU at rest").
+GRADIO_QUEUE_IDLE_POLL_S = 0.05
+GRADIO_PROGRESS_IDLE_POLL_S = 0.1
 HEAD = ('<link rel="icon" href="/favicon.ico"><link rel="stylesheet" href="/static/studio.css">'
         '<script src="/static/lightbox.js" defer></script>')   # any frame opens large (static/lightbox.js)
 
