@@ -3,6 +3,8 @@ then vet it. Nothing the page shows or receives before the answer tells targets 
 the database holds exactly the answers and verdicts given."""
 from __future__ import annotations
 
+import time
+
 import pytest
 from curate_steps import assert_blind, assert_no_leak, current, keys_for, record, wait_new, watch_api
 from fixtures_web import login, shot
@@ -31,6 +33,11 @@ def test_solve_first_then_vet(web_app, browser, fresh_curator):
     assert len(set(styles)) == 1
 
     # accept while blind: refused in the page, no request; picking into the gap makes no request either
+    # (counted once the page's own load has settled: its progress box is fetched after the puzzle shows,
+    # and under load that answer arrived inside the window below)
+    deadline = time.time() + 15
+    while not any(a["action"] == "progress" for a in api) and time.time() < deadline:
+        page.wait_for_timeout(100)
     n_api = len(api)
     page.keyboard.press("a")
     page.wait_for_selector(".mvp-msg-warn:has-text('solve first')")
