@@ -69,14 +69,22 @@ class Server:
         self.start()
 
 
-def browser_login(browser, url: str, name: str, password: str, path: str = "/"):
-    """A fresh browser context logged in as `name` at base `url`; returns (context, page) at `path`."""
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = ctx.new_page()
-    page.goto(url + path)
+VIEWPORT = {"width": 1400, "height": 1000}
+
+
+def fill_login(page, name: str, password: str) -> None:
+    """Log in on the login form `page` shows."""
     page.fill("#login-user", name)
     page.fill("#login-password", password)
     page.click("#login-submit")
+
+
+def browser_login(browser, url: str, name: str, password: str, path: str = "/"):
+    """A fresh browser context logged in as `name` at base `url`; returns (context, page) at `path`."""
+    ctx = browser.new_context(viewport=VIEWPORT)
+    page = ctx.new_page()
+    page.goto(url + path)
+    fill_login(page, name, password)
     return ctx, page
 
 
@@ -98,14 +106,11 @@ class SharedLogins:
         key = (url, name, repr(sorted(options.items())))
         ctx = self.contexts.get(key)
         if ctx is None:
-            ctx = self.contexts[key] = self.browser.new_context(**({"viewport": {"width": 1400, "height": 1000}}
-                                                                   | options))
+            ctx = self.contexts[key] = self.browser.new_context(**({"viewport": VIEWPORT} | options))
         page = ctx.new_page()
         page.goto(url + path)
         if page.url.split("?")[0].endswith("/login"):
-            page.fill("#login-user", name)
-            page.fill("#login-password", password)
-            page.click("#login-submit")
+            fill_login(page, name, password)
         return page
 
     def close(self) -> None:

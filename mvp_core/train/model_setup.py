@@ -135,7 +135,7 @@ def make_schedule(optimizer, cfg: GRPOConfig):
 def make_optimizer(model, cfg: GRPOConfig):
     """AdamW over the trainable parameters, with torch's fused kernel where it applies: the optimizer
     TRL's trainers use by default (transformers' "adamw_torch_fused" on torch >= 2.8), the same AdamW
-    in one kernel per parameter instead of ~10 small ops (a GRPO step's AdamW went from 18 to ~7 ms on
+    in one kernel per parameter instead of ~10 small ops (a GRPO step's AdamW went from 18 to 5.7 ms on
     the bench's policy on CPU, docs/grpo.md). A run resumed from a checkpoint keeps the implementation
     it was saved with (its param group's `fused` is restored with the state), so resume stays bit-exact."""
     params = [p for p in model.parameters() if p.requires_grad]
