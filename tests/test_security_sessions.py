@@ -47,28 +47,36 @@ def test_two_processes_share_sessions(sec_server, second_server, sec_data):
 
 
 def test_password_and_role_changes_end_sessions_everywhere(sec_server, second_server, sec_data):
+    """On two users of its own: the other security files log in as the shared curN users, in any order,
+    on the same database, so changing a shared user's password here failed them when they ran after."""
     from app.cli import main
-    data, url, _ = sec_data
-    t1 = session_token(sec_server.url, "cur11", PASSWORD["cur11"])
-    t2 = session_token(sec_server.url, "cur11", PASSWORD["cur11"])
-    other = session_token(sec_server.url, "cur12", PASSWORD["cur12"])
-    assert main(["users", "passwd", "cur11", "--password", "cur11-new-password", "--db", url, "--data", str(data)]) == 0
+    from db.users.accounts import add_user
+    data, url, Session = sec_data
+    mine = {"rot11": "rot11-password", "rot12": "rot12-password"}
+    with Session() as s:
+        for name, pw in mine.items():
+            add_user(s, name, "curator", pw)
+        s.commit()
+    t1 = session_token(sec_server.url, "rot11", mine["rot11"])
+    t2 = session_token(sec_server.url, "rot11", mine["rot11"])
+    other = session_token(sec_server.url, "rot12", mine["rot12"])
+    assert main(["users", "passwd", "rot11", "--password", "rot11-new-password", "--db", url, "--data", str(data)]) == 0
     assert not logged_in(sec_server.url, t1) and not logged_in(second_server.url, t2)
     assert logged_in(sec_server.url, other)                   # only that user's sessions
-    t3 = session_token(sec_server.url, "cur11", "cur11-new-password")
-    assert main(["users", "role", "cur11", "researcher", "--db", url, "--data", str(data)]) == 0
+    t3 = session_token(sec_server.url, "rot11", "rot11-new-password")
+    assert main(["users", "role", "rot11", "researcher", "--db", url, "--data", str(data)]) == 0
     assert not logged_in(sec_server.url, t3)
     # the admin page's endpoints end them as well (called over HTTP as the page calls them)
     from test_web_access import call_endpoint
-    t4 = session_token(sec_server.url, "cur12", PASSWORD["cur12"])
+    t4 = session_token(sec_server.url, "rot12", mine["rot12"])
     admin = session_token(sec_server.url, "ada", PASSWORDS["ada"])
     app = type("App", (), {"url": sec_server.url})
-    st, body = call_endpoint(app, "admin", "set_password", ["cur12", "cur12-new-password"], admin)
-    assert st == 200 and "password of cur12 changed" in body, body
+    st, body = call_endpoint(app, "admin", "set_password", ["rot12", "rot12-new-password"], admin)
+    assert st == 200 and "password of rot12 changed" in body, body
     assert not logged_in(sec_server.url, other) and not logged_in(sec_server.url, t4)
-    t5 = session_token(sec_server.url, "cur12", "cur12-new-password")
-    st, body = call_endpoint(app, "admin", "set_role", ["cur12", "admin"], admin)
-    assert st == 200 and "cur12 is now admin" in body, body
+    t5 = session_token(sec_server.url, "rot12", "rot12-new-password")
+    st, body = call_endpoint(app, "admin", "set_role", ["rot12", "admin"], admin)
+    assert st == 200 and "rot12 is now admin" in body, body
     assert not logged_in(sec_server.url, t5)
 
 
