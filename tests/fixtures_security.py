@@ -136,16 +136,21 @@ def gradio_event(c: httpx.Client, page: str, session_hash: str, fn_index: int, d
 
 
 def gradio_page_session(c: httpx.Client, page: str) -> tuple[str, dict]:
-    """Open `page` as a browser does: a new session with every load event run (so its dropdowns hold
-    the choices the server gave this session). Returns (session hash, {api_name: fn_index})."""
+    """Open `page` as a browser does: a new session with every load event run, and the input-less events
+    chained after them (`.then`: the sections a page fills after its first view), so its dropdowns hold
+    the choices the server gave this session. Returns
+    (session hash, {api_name: fn_index})."""
     import secrets
     cfg = c.get(f"/{page}/config").json()
     session_hash = secrets.token_hex(6)
-    apis = {}
-    for dep in cfg["dependencies"]:
+    apis, ran = {}, set()
+    for dep in cfg["dependencies"]:          # in id order: a chained event comes after the one it follows
         if dep.get("api_name"):
             apis[dep["api_name"]] = dep["id"]
-        if any(t[1] == "load" for t in dep["targets"]):
+        on_load = any(t[1] == "load" for t in dep["targets"])
+        chained = dep.get("trigger_after") in ran and not dep["inputs"]
+        if (on_load or chained) and dep.get("backend_fn"):
             ok, out = gradio_event(c, page, session_hash, dep["id"], [])
             assert ok, out
+            ran.add(dep["id"])
     return session_hash, apis

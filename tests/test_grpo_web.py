@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 
 import pytest
@@ -105,26 +106,34 @@ def test_admin_launches_watches_and_stops_a_run(train_ready, browser):
 
 @pytest.mark.browser
 def test_form_is_read_only_until_the_page_load_fills_it(train_ready, browser):
-    """The page's load event is held back (its queue request parked): until it returns, the form and
-    Launch are disabled, so nothing typed is overwritten by the load and no launch goes out with
-    settings the page never showed; once released, the form holds the load's values and is editable."""
+    """The page's load event is held back (its request parked: a queue join, or the plain POST of an
+    event that skips the queue): until it returns, the form and Launch are disabled, so nothing typed
+    is overwritten by the load and no launch goes out with settings the page never showed; once
+    released, the form holds the load's values and is editable."""
     app = train_ready
     ctx, page = login(browser, app, "ada", path="/")
-    parked = []
+    parked, released = [], []
+    events = re.compile(r"/train/gradio_api/(queue/join|run/)")
+
+    def park(route):
+        if not released and route.request.method == "POST" and events.search(route.request.url):
+            parked.append(route)
+        else:
+            route.continue_()
     try:
         page.wait_for_load_state("networkidle")
-        page.route("**/train/gradio_api/queue/join*", lambda route: parked.append(route))
+        page.route("**/train/gradio_api/**", park)
         page.goto(app.url + "/train/")
         page.wait_for_selector("#train-launch", timeout=60000)
         deadline = time.time() + 30
         while not parked and time.time() < deadline:
             page.wait_for_timeout(100)
-        assert parked, "the page's load event never asked the queue"
+        assert parked, "the page's load event never reached the server"
         assert page.locator("#train-launch").is_disabled()
         for el in ("#train-max-steps input", "#train-lr input", "#train-model input"):
             assert page.locator(el).is_disabled(), el
         hold = parked.copy()
-        page.route("**/train/gradio_api/queue/join*", lambda route: route.continue_())   # later ones pass
+        released.append(True)                                                    # later ones pass
         for route in hold:
             route.continue_()
         page.wait_for_function("document.querySelector('#train-model input')?.value.includes('tiny-model')",

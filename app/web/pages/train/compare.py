@@ -61,7 +61,7 @@ def build_compare() -> CompareUI:
     return CompareUI(a, b, only_diff, gr.HTML(elem_id="train-cfg-box"))
 
 
-def wire_compare(ui: CompareUI, ctx: WebContext, page: gr.Blocks) -> None:
+def wire_compare(ui: CompareUI, ctx: WebContext, loaded: gr.events.Dependency) -> None:
     def configs(*ids) -> list[dict]:
         from db.models.runs import Run
         with ctx.Session() as s:
@@ -80,6 +80,6 @@ def wire_compare(ui: CompareUI, ctx: WebContext, page: gr.Blocks) -> None:
         with guard(ctx, request, PAGE):
             return diff_html(a, b, *configs(a, b), bool(only))
 
-    page.load(fill, None, [ui.a, ui.b, ui.table])
+    loaded.then(fill, None, [ui.a, ui.b, ui.table], show_progress="hidden")
     for c in (ui.a, ui.b, ui.only_diff):
         c.input(show, [ui.a, ui.b, ui.only_diff], [ui.table])

@@ -127,7 +127,7 @@ def build_explore() -> ExploreUI:
     return ExploreUI(metric, runs, smoothing, whole, plot)
 
 
-def wire_explore(ui: ExploreUI, ctx: WebContext, page: gr.Blocks) -> None:
+def wire_explore(ui: ExploreUI, ctx: WebContext, loaded: gr.events.Dependency) -> None:
     from app.web.pages.train.runs import OVERLAY_DEFAULT, past_runs
 
     def fill(request: gr.Request):
@@ -148,7 +148,7 @@ def wire_explore(ui: ExploreUI, ctx: WebContext, page: gr.Blocks) -> None:
             return figure(past_runs(ctx), list(shown or []), metric, float(weight or 0))
 
     inputs = [ui.metric, ui.runs, ui.smoothing]
-    page.load(fill, None, [ui.metric, ui.runs, ui.plot])
+    loaded.then(fill, None, [ui.metric, ui.runs, ui.plot], show_progress="hidden")
     for c in (ui.metric, ui.runs):
         c.input(show, inputs, [ui.plot])
     ui.smoothing.release(show, inputs, [ui.plot])

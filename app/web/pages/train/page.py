@@ -313,7 +313,13 @@ class TrainHandlers:
 
 
 def build(ctx: WebContext) -> gr.Blocks:
-    """The page: the navigation bar, the form, the live charts and the past runs, with their events."""
+    """The page: the navigation bar, the form, the live charts and the past runs, with their events.
+
+    What a user opens the page for (the navigation, the form and the past runs) arrives in one answer
+    that skips Gradio's queue and shows no progress overlay, and the lower sections (explore, resume,
+    compare) load after it, not beside it: on 2 cores, six loads side by side with a progress overlay
+    on each of ~45 outputs kept Chromium busy for ~0.6 s after the data had arrived
+    (docs/BENCHMARKS.md, "Pages"). The Rollouts page loads the same way."""
     from app.web.pages.train import compare as train_compare, explore as train_explore
     from app.web.pages.train import resume as train_resume, runs as train_runs
     with gr.Blocks(title="MVP Studio · Train") as page:
@@ -324,20 +330,20 @@ def build(ctx: WebContext) -> gr.Blocks:
         resume_ui = train_resume.build_resume()
         compare_ui = train_compare.build_compare()
         h = TrainHandlers(ctx)
-        train_explore.wire_explore(explore_ui, ctx, page)
-        train_resume.wire_resume(resume_ui, ctx, page)
-        train_compare.wire_compare(compare_ui, ctx, page)
-
-        def nav_fn(request: gr.Request):
-            return nav_html(ctx, request.username, PAGE)
-        page.load(nav_fn, None, nav)
-        f.fields["trainer"].input(h.trainer, [f.fields["trainer"]], [*(f.fields[k] for k in FORM_KEYS), f.config])
         sp = [*f.splits.inputs, f.splits.note]
-        page.load(h.load, None, [*f.form, f.config, f.launch, *f.live, *sp])
+        form_outputs = [*f.form, f.config, f.launch, *f.live, *sp]
+
+        def first_view(request: gr.Request):
+            return [nav_html(ctx, request.username, PAGE), *h.load(request), *runs_ui.load(request)]
+        loaded = page.load(first_view, None, [nav, *form_outputs, *runs_ui.outputs],
+                           queue=False, show_progress="hidden")
+        train_explore.wire_explore(explore_ui, ctx, loaded)
+        train_resume.wire_resume(resume_ui, ctx, loaded)
+        train_compare.wire_compare(compare_ui, ctx, loaded)
+        f.fields["trainer"].input(h.trainer, [f.fields["trainer"]], [*(f.fields[k] for k in FORM_KEYS), f.config])
         f.fields["set"].input(h.on_set, [f.fields["set"]], sp)
         for c in (f.splits.train, f.splits.evaluate):
             c.input(h.on_splits, [f.fields["set"], f.splits.train, f.splits.evaluate], [f.splits.note])
-        page.load(runs_ui.load, None, runs_ui.outputs)
         f.timer.tick(h.refresh, None, f.live, show_progress="hidden")
         # the past-runs table follows a launch and a stop at once (it said "running" until a reload)
         f.launch.click(h.launch, [*f.form, f.config, *f.splits.inputs], [f.msg, *f.live], api_name="train_launch") \

@@ -50,7 +50,7 @@ def build_resume() -> ResumeUI:
     return ResumeUI(run, button, msg)
 
 
-def wire_resume(ui: ResumeUI, ctx: WebContext, page: gr.Blocks) -> None:
+def wire_resume(ui: ResumeUI, ctx: WebContext, loaded: gr.events.Dependency) -> None:
     def fill(request: gr.Request):
         with guard(ctx, request, PAGE):
             runs = stopped_runs(ctx)
@@ -73,6 +73,6 @@ def wire_resume(ui: ResumeUI, ctx: WebContext, page: gr.Blocks) -> None:
             return [msg_html(f"resuming {esc(run_id)} from checkpoint step {found[1]} (pid {job['pid']})"),
                     gr.update(), gr.update(interactive=False)]
 
-    page.load(fill, None, ui.outputs)
+    loaded.then(fill, None, ui.outputs, show_progress="hidden")
     ui.run.input(pick, [ui.run], [ui.button])
     ui.button.click(resume, [ui.run], [ui.msg, *ui.outputs], api_name="train_resume")
