@@ -141,6 +141,24 @@ def _refusal_as_line(handler, outputs: list):
     return wrapped
 
 
+def sections_in_one(*parts: tuple):
+    """One handler answering for several sections of a page, each given as (handler, its outputs) and
+    called with the request, in order: a refusal in one section is answered as `keep_state` answers it
+    (its line; its outputs left as they were) and the other sections still fill. A page's first view
+    comes in one answer this way (docs/web.md, "Train") without one section's refusal leaving the
+    others unfilled, as separate load events would not."""
+    kept = [(_refusal_as_line(fn, list(outputs)), len(outputs)) for fn, outputs in parts]
+
+    def handler(request: gr.Request):
+        values = []
+        for fn, n in kept:
+            v = fn(request)
+            values.extend([v] if n == 1 else list(v))
+        return values
+    handler._keeps_state = True
+    return handler
+
+
 def _is_msg_box(component) -> bool:
     return isinstance(component, gr.HTML) and str(getattr(component, "elem_id", "") or "").endswith(MSG_SUFFIX)
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import gradio as gr
 
 from app.web import jobs as train_jobs
-from app.web.common import WebContext, esc, filled, form_number, guard, msg_html, nav_html, whole_number
+from app.web.common import (WebContext, esc, filled, form_number, guard, msg_html, nav_html, sections_in_one,
+                            whole_number)
 from app.web.pages.train import signals, splits as split_ui
 from app.web.svg_chart import line_chart
 from mvp_core.errors import UserError
@@ -333,8 +334,9 @@ def build(ctx: WebContext) -> gr.Blocks:
         sp = [*f.splits.inputs, f.splits.note]
         form_outputs = [*f.form, f.config, f.launch, *f.live, *sp]
 
-        def first_view(request: gr.Request):
-            return [nav_html(ctx, request.username, PAGE), *h.load(request), *runs_ui.load(request)]
+        def nav_fn(request: gr.Request):
+            return nav_html(ctx, request.username, PAGE)
+        first_view = sections_in_one((nav_fn, [nav]), (h.load, form_outputs), (runs_ui.load, runs_ui.outputs))
         loaded = page.load(first_view, None, [nav, *form_outputs, *runs_ui.outputs],
                            queue=False, show_progress="hidden")
         train_explore.wire_explore(explore_ui, ctx, loaded)
