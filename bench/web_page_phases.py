@@ -1,0 +1,112 @@
+"""Where one page's load time goes, this tree beside an older one: per load, on the page's clock
+(performance.now(), 0 = navigation start), when the document was parsed, when the page sent its first
+Gradio event (a queue join, or the plain POST of an event outside the queue: Gradio's boot ends
+there), when the last queued event's answer arrived, and when the page's main component was populated
+(bench/web_pages.py READY). Ready minus the last answer is the browser's own work after the data:
+1,416 ms Train loads spent ~0.6 s there on six load events' progress overlays (docs/web.md, "Train").
+
+The event times come from a script added before the page's own (it wraps window.fetch and reads the
+queue's event stream as it arrives); Gradio offers no hook for them. Loads alternate between the two
+servers in one browser, so both see the same machine load. Data: bench/web_pages.py's demo size
+(12 puzzles, 192 answers).
+
+Usage: python bench/web_page_phases.py --page train --compare OLD_TREE [--loads 8]
+(OLD_TREE: `git worktree add DIR COMMIT`.)"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.web_common import load_avg, synth_source  # noqa: E402
+from bench.web_pages import ADMIN, READY, add_answers  # noqa: E402
+from bench.web_verdict_latency import Variant, build_db  # noqa: E402
+
+# records [time, kind] in window.__phases: each event request sent, each queue message received
+HOOK = """(() => { window.__phases = []; const f = window.fetch;
+  const note = (k) => window.__phases.push([performance.now(), k]);
+  window.fetch = async function(...a) {
+    const u = String(a[0] && a[0].url || a[0]);
+    if (u.includes('/queue/join') || u.includes('/gradio_api/run/')) note('event');
+    const r = await f.apply(this, a);
+    if (u.includes('/queue/data')) {
+      const rd = r.clone().body.getReader(), dec = new TextDecoder();
+      (async () => { for (;;) { const {done, value} = await rd.read(); if (done) break;
+        for (const m of dec.decode(value).matchAll(/"msg":\\s*"(process_completed)"/g)) note(m[1]); } })();
+    } else if (u.includes('/gradio_api/run/')) note('process_completed');
+    return r; }; })();"""
+PHASES = ("parsed", "first event", "last answer", "ready")
+
+
+def one_load(page, base: str, name: str) -> dict:
+    page.goto(f"{base}/{name}/", wait_until="commit")
+    page.wait_for_function(READY[name], polling="raf", timeout=60_000)
+    ready = page.evaluate("performance.now()")
+    marks = page.evaluate("() => window.__phases")
+    parsed = page.evaluate("() => performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd")
+    sent = [t for t, k in marks if k == "event"]
+    answers = [t for t, k in marks if k == "process_completed" and t <= ready]
+    return {"parsed": parsed, "first event": min(sent) if sent else None,
+            "last answer": max(answers) if answers else None, "ready": ready}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--page", default="train", choices=sorted(READY))
+    ap.add_argument("--compare", type=Path, required=True, help="an older tree, served beside this one")
+    ap.add_argument("--loads", type=int, default=8, help="measured loads per tree, after one warm-up each")
+    ap.add_argument("--data", type=Path, default=None, help="a synthesized data directory to clone from")
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    from testkit.web import CHROMIUM, CHROMIUM_ARGS, browser_login
+    load_before = load_avg()
+    with tempfile.TemporaryDirectory() as td:
+        tmp = Path(td)
+        src = args.data or synth_source(tmp)
+        variants = []
+        for name, root in (("current", ROOT), ("compare", args.compare.resolve())):
+            data = tmp / name
+            data.mkdir()
+            url, _ = build_db(data, src, 12, 60)
+            add_answers(url, data, 192)
+            variants.append(Variant(name, root, data, url))
+        res = {v.name: [] for v in variants}
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+                pages = {}
+                for v in variants:
+                    v.open(browser)
+                    page = browser_login(browser, v.base, *ADMIN, "/datasets/")[1]
+                    page.context.add_init_script(HOOK)
+                    page.wait_for_selector(".mvp-user[data-user]", timeout=300_000)
+                    pages[v.name] = page
+                for i in range(args.loads + 1):
+                    for v in (variants if i % 2 == 0 else variants[::-1]):
+                        pages[v.name].bring_to_front()
+                        row = one_load(pages[v.name], v.base, args.page)
+                        if i:                        # load 0 warms the cache
+                            res[v.name].append(row)
+                browser.close()
+        finally:
+            for v in variants:
+                v.stop()
+    print(f"/{args.page}/ at demo size: ms from navigation, medians of {args.loads} loads")
+    print(f"{'tree':<10}" + "".join(f"{k:>14}" for k in PHASES) + f"{'ready - answer':>16}")
+    for name, rows in res.items():
+        med = {k: statistics.median([r[k] for r in rows if r[k] is not None] or [float("nan")]) for k in PHASES}
+        after = statistics.median([r["ready"] - r["last answer"] for r in rows if r["last answer"] is not None]
+                                  or [float("nan")])
+        print(f"{name:<10}" + "".join(f"{med[k]:>14.0f}" for k in PHASES) + f"{after:>16.0f}")
+    print(f"load average before / after: {load_before} / {load_avg()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
