@@ -336,7 +336,8 @@ def build(ctx: WebContext) -> gr.Blocks:
 
         def nav_fn(request: gr.Request):
             return nav_html(ctx, request.username, PAGE)
-        first_view = sections_in_one((nav_fn, [nav]), (h.load, form_outputs), (runs_ui.load, runs_ui.outputs))
+        # the form's load has synced DATA/runs/ into the index; the runs section reads it as it is
+        first_view = sections_in_one((nav_fn, [nav]), (h.load, form_outputs), (runs_ui.show, runs_ui.outputs))
         loaded = page.load(first_view, None, [nav, *form_outputs, *runs_ui.outputs],
                            queue=False, show_progress="hidden")
         train_explore.wire_explore(explore_ui, ctx, loaded)
@@ -350,5 +351,5 @@ def build(ctx: WebContext) -> gr.Blocks:
         # the past-runs table follows a launch and a stop at once (it said "running" until a reload)
         f.launch.click(h.launch, [*f.form, f.config, *f.splits.inputs], [f.msg, *f.live], api_name="train_launch") \
             .then(runs_ui.load, None, runs_ui.outputs)
-        f.stop.click(h.stop, None, [f.msg, *f.live], api_name="train_stop").then(runs_ui.load, None, runs_ui.outputs)
+        f.stop.click(h.stop, None, [f.msg, *f.live], api_name="train_stop").then(runs_ui.show, None, runs_ui.outputs)
     return page

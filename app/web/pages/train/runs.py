@@ -18,7 +18,8 @@ OVERLAY_DEFAULT = 5
 
 @dataclass
 class RunsSection:
-    load: object            # the handler filling the section on page load
+    load: object            # the handler filling the section: syncs DATA/runs/ into the index first
+    show: object            # the same from the index as it is, for a caller that has just synced it
     outputs: list
 
 
@@ -127,6 +128,10 @@ def build_runs_section(ctx: WebContext) -> RunsSection:
         with guard(ctx, request, PAGE):
             from db.runs.index import sync_runs
             sync_runs(ctx.Session, ctx.data_dir)
+        return show(request)
+
+    def show(request: gr.Request):
+        with guard(ctx, request, PAGE):
             runs = past_runs(ctx)
             ids = [r["id"] for r in runs]
             pick = ids[:OVERLAY_DEFAULT]
@@ -158,4 +163,4 @@ def build_runs_section(ctx: WebContext) -> RunsSection:
     picked.change(on_pick, [picked], [reward_chart, eval_chart])
     c_run.change(on_run, [c_run], [c_step])
     c_step.change(on_step, [c_run, c_step], [c_table], api_name="train_completions")
-    return RunsSection(load=load, outputs=outputs)
+    return RunsSection(load=load, show=show, outputs=outputs)
