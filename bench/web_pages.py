@@ -53,7 +53,7 @@ READY = {
              " return !!document.querySelector('.mvp-user[data-user]') && !!b && !b.disabled && !!r"
              " && r.innerText.trim().length > 0; }",     # the form is read-only until its load event returns
     "admin": "() => !!document.querySelector('.mvp-user[data-user]') && "
-             "(document.querySelector('#admin-users')?.innerText || '').includes('boss')",
+             "!!document.querySelector('#admin-users .virtual-body [role=row]')",     # its first rows drawn
 }
 FCP = "() => { const e = performance.getEntriesByName('first-contentful-paint')[0]; return e ? e.startTime : null; }"
 

@@ -149,7 +149,9 @@ def test_admin_page_disables_enables_unlocks_and_deletes(browser, web_app, width
         act("#admin-disable", f"{name} is now disabled")
         with web_app.Session() as s:
             assert get_user(s, name).disabled
-        assert "disabled" in page.locator("#admin-users").text_content()
+        rows = page.locator("#admin-users .virtual-body [role=row]", has_text=name)     # newest first: drawn
+        row = rows.first.inner_text().split()
+        assert row[:3] == [name, "curator", "disabled"], row
         shot(page, f"users_admin_disabled_{width}")
         victim.reload()                                            # the session ended at once
         victim.wait_for_url(lambda u: "/login?next=" in u and "curate" in u)

@@ -15,10 +15,13 @@ PAGE = "admin"
 
 
 def users_table(ctx: WebContext) -> list[list]:
+    """Newest first: the table shows only the rows that fit its height, so a user just added must lead
+    it to be seen without scrolling; the search box finds any other by name."""
     from db.users.accounts import list_users
     with ctx.Session() as s:
+        users = sorted(list_users(s), key=lambda u: u["created_at"], reverse=True)     # stable: by name within
         return [[u["name"], u["role"], "disabled" if u["disabled"] else "active", str(u["created_at"])[:19]]
-                for u in list_users(s)]
+                for u in users]
 
 
 def add_user(ctx: WebContext, name: str, role: str, password: str) -> tuple[str, str]:
@@ -105,7 +108,7 @@ def build(ctx: WebContext) -> gr.Blocks:
         b_overview = gr.Button("Refresh the overview", elem_id="admin-overview-refresh", size="sm")
         gr.Markdown("## Users")
         table = gr.Dataframe(headers=["name", "role", "status", "created"], interactive=False,
-                             elem_id="admin-users")
+                             show_search="search", elem_id="admin-users")
         msg = gr.HTML(elem_id="admin-msg")
         with gr.Row():
             name = gr.Textbox(label="User name", elem_id="admin-name")
