@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.web_common import load_avg, summary, synth_source  # noqa: E402
 from bench.web_verdict_latency import Variant, build_db  # noqa: E402
+from testkit.web import dataframe_rows  # noqa: E402
 
 G = 8
 ADMIN = ("boss", "boss-pass-1")
@@ -53,7 +54,7 @@ READY = {
              " return !!document.querySelector('.mvp-user[data-user]') && !!b && !b.disabled && !!r"
              " && r.innerText.trim().length > 0; }",     # the form is read-only until its load event returns
     "admin": "() => !!document.querySelector('.mvp-user[data-user]') && "
-             "!!document.querySelector('#admin-users .virtual-body [role=row]')",     # its first rows drawn
+             f"!!document.querySelector('{dataframe_rows('admin-users')}')",     # its first rows drawn
 }
 FCP = "() => { const e = performance.getEntriesByName('first-contentful-paint')[0]; return e ? e.startTime : null; }"
 

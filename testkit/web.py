@@ -72,6 +72,12 @@ class Server:
 VIEWPORT = {"width": 1400, "height": 1000}
 
 
+def dataframe_rows(elem_id: str) -> str:
+    """CSS selector of the body rows a Gradio Dataframe has drawn: it draws only those that fit its
+    height (a virtual list), so a row below the fold is not in the page at all."""
+    return f"#{elem_id} .virtual-row"
+
+
 def fill_login(page, name: str, password: str) -> None:
     """Log in on the login form `page` shows."""
     page.fill("#login-user", name)

@@ -9,6 +9,7 @@ import uuid
 import pytest
 from fixtures_web import login, shot
 from testkit.cli import run_mvp
+from testkit.web import dataframe_rows
 
 from mvp_core.errors import UserError
 
@@ -149,7 +150,7 @@ def test_admin_page_disables_enables_unlocks_and_deletes(browser, web_app, width
         act("#admin-disable", f"{name} is now disabled")
         with web_app.Session() as s:
             assert get_user(s, name).disabled
-        rows = page.locator("#admin-users .virtual-body [role=row]", has_text=name)     # newest first: drawn
+        rows = page.locator(dataframe_rows("admin-users"), has_text=name)     # newest first: drawn
         row = rows.first.inner_text().split()
         assert row[:3] == [name, "curator", "disabled"], row
         shot(page, f"users_admin_disabled_{width}")

@@ -9,6 +9,7 @@ import json
 import pytest
 from fixtures_web import shot
 from fixtures_web_named_runs import GRPO, SFT
+from testkit.web import dataframe_rows
 
 pytestmark = [pytest.mark.browser]
 
@@ -28,12 +29,12 @@ def _expected(Session) -> dict[str, dict]:
     return out
 
 
-ROW = "#ro-t-rows .virtual-row"       # Gradio's Dataframe draws its body rows as a virtual list
+ROW = dataframe_rows("ro-t-rows")
 
 
 def _rows(page, table: str = "ro-t-rows") -> list[list[str]]:
     return page.eval_on_selector_all(
-        f"#{table} .virtual-row",
+        dataframe_rows(table),
         "rs => rs.map(r => [...r.querySelectorAll('.body-cell')].map(c => c.innerText.trim()))")
 
 

@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 from fixtures_web import login, shot
+from testkit.web import dataframe_rows
 
 pytestmark = [pytest.mark.browser]
 PHONE = {"width": 390, "height": 844}
@@ -37,7 +38,7 @@ def test_admin_short_password_is_one_line_and_keeps_the_page(browser, web_app, l
         grid = "#admin-users [role=grid]"
         page.wait_for_function(f"Number((document.querySelector('{grid}') || {{}}).ariaRowCount) >= 4")
         rows = page.get_attribute(grid, "aria-rowcount")
-        drawn = "#admin-users .virtual-body [role=row]"
+        drawn = dataframe_rows("admin-users")
         first = page.locator(drawn).first.inner_text()                      # newest first: the table's top row
         name = f"shorty{uuid.uuid4().hex[:6]}"
         page.fill("#admin-name textarea", name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from fixtures_web import RUN_ID, G, login, shot
 from sqlalchemy import select
+from testkit.web import dataframe_rows
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -171,7 +172,7 @@ def test_admin_adds_a_user_who_can_log_in(web_app, browser, open_as):
     page.wait_for_selector("#admin-msg:has-text('added newbie')", timeout=15000)
     # the table shows the rows that fit its height, newest first: the new user leads it however many
     # users earlier tests made (sorted by name it fell below the fold once they were many)
-    first = page.locator("#admin-users .virtual-body [role=row]").first.inner_text().split()
+    first = page.locator(dataframe_rows("admin-users")).first.inner_text().split()
     assert first[:2] == ["newbie", "researcher"], first
     shot(page, "admin")
     ctx, page = login(browser, web_app, "newbie", "newbie-pass-1", path="/rollouts/")
