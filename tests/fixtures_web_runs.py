@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from fixtures_web import PASSWORDS, ROLES, Server, copy_data_dir, free_port, two_video_synth
-from testkit.cli import run_mvp
+from testkit.cli import run_mvp_here
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,10 +23,6 @@ class Studio:
     shared: dict            # what one test leaves for the next (the trained run's id)
 
 
-def _mvp(*argv, timeout=600) -> str:
-    return run_mvp(*argv, timeout=timeout).stdout
-
-
 @pytest.fixture(scope="session")
 def studio(sample_videos, trailer_clips, tmp_path_factory):
     from db.engine import open_db
@@ -38,7 +34,7 @@ def studio(sample_videos, trailer_clips, tmp_path_factory):
     for name, pw in PASSWORDS.items():      # in this process: the same command, no interpreter start-up
         assert main(["users", "add", name, "--role", ROLES[name], "--password", pw, "--data", str(data),
                      "--db", db_url]) == 0
-    _mvp("tiny-model", data / "tiny-model")
+    run_mvp_here("tiny-model", data / "tiny-model", check=True)
     srv = Server(data, db_url, free_port(), base / "serve.log").start()
     yield Studio(srv.url, data, db_url, open_db(db_url, data), {})
     srv.stop()

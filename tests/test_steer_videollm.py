@@ -9,7 +9,7 @@ import json
 
 import pytest
 from fixtures_model import dir_loader, make_puzzles
-from testkit.cli import run_mvp
+from testkit.cli import run_mvp_here
 
 VIDEOS = {"bikes": (4.0, 9.5), "trailer_bbb": (1.0, 24.0), "bigbuckbunny": (4.0, 4.9), "carphone_pristine": (5.0, 3.9)}
 
@@ -42,8 +42,8 @@ def solver_run(tmp_path_factory, sample_videos):
     return data, db, recs, rows
 
 
-def _mvp(*args, timeout=900):
-    return run_mvp(*args, timeout=timeout).stdout
+def _mvp(*args):
+    return run_mvp_here(*args, check=True).stdout
 
 
 @pytest.mark.slow

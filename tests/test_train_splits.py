@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 from fixtures_grpo import tiny_overrides
-from testkit.cli import run_mvp
+from testkit.cli import run_mvp_here
 from testkit.store import accept_and_freeze
 
 
@@ -32,7 +32,7 @@ def split_set(model_data, tmp_path):
 
 
 def _run(*argv):
-    return run_mvp(*argv, check=False, timeout=900)
+    return run_mvp_here(*argv)
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ import os
 
 import pytest
 from fixtures_grpo import ROOT
-from testkit.cli import run_mvp
+from testkit.cli import run_mvp, run_mvp_here
 
 WARM_START = ROOT / "assets" / "clock-sft"
 
@@ -32,8 +32,8 @@ def test_warm_start_solves_puzzles_of_new_videos(tmp_path):
     _mvp("make-videos", videos, "--n", 48, "--seed", seed, "--kinds", "clock")
     _mvp("synth", videos, "--data", data, "--db", f"sqlite:///{data / 'mvp.sqlite'}", "--n", 4, "--m", 2,
          "--l", 2, "--per-video", 4, "--fps", 1, "--seed", seed, "--quiet")
-    _mvp("eval", "--model", WARM_START, "--puzzles", data / "puzzles.jsonl", "--out", tmp_path / "sft.json",
-         "--no-db", "--threads", "1", "--max-new-tokens", 64)
+    run_mvp_here("eval", "--model", WARM_START, "--puzzles", data / "puzzles.jsonl", "--out", tmp_path / "sft.json",
+         "--no-db", "--threads", "1", "--max-new-tokens", 64, check=True)
 
     puzzles = [Puzzle.from_dict(json.loads(x)) for x in (data / "puzzles.jsonl").read_text().splitlines() if x.strip()]
     scores = system_scores(puzzles, {"sft": json.loads((tmp_path / "sft.json").read_text())})
