@@ -47,3 +47,16 @@ def test_every_page_queue_polls_at_the_servers_interval():
     server._slow_idle_polling(blocks)
     assert blocks._queue.sleep_when_free == server.GRADIO_QUEUE_IDLE_POLL_S
     assert blocks._queue.progress_update_sleep_when_free == server.GRADIO_PROGRESS_IDLE_POLL_S
+
+
+def test_every_page_runs_its_events_eight_at_a_time(tmp_path):
+    """The pages' queues take the server's concurrency (GRADIO_CONCURRENCY, given through Gradio's
+    environment setting when the pages are built): a Gradio that stopped reading it fails here."""
+    from starlette.routing import Mount
+
+    from app.web import server
+    app = server.build_app(tmp_path, f"sqlite:///{tmp_path / 'mvp.sqlite'}")
+    pages = [r.app.get_blocks() for r in app.routes if isinstance(r, Mount) and hasattr(r.app, "get_blocks")]
+    assert len(pages) == len(server._page_builders())
+    assert {b._queue.default_concurrency_limit for b in pages} == {int(server.GRADIO_CONCURRENCY)}
+

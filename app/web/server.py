@@ -35,6 +35,10 @@ LOGIN_FIELDS = 8                     # the login form has four (username, passwo
 LOGIN_FIELD_BYTES = 8 * 1024         # its longest field, `next`, is cut at MAX_NEXT anyway
 GRADIO_MAX_FILE = "1kb"              # no page takes uploads (the guard refuses the route); a second line
 GRADIO_DELETE_CACHE = (3600, 3600)   # Gradio's temporary files older than an hour go, hourly
+# Events of one page that may run at once. Given through Gradio's own setting for it, read by the queue each
+# Blocks makes when it is created: a second `queue()` call would build the page's app once more, 17% of
+# the pages' build time at each start (docs/BENCHMARKS.md, the suite's row)
+GRADIO_CONCURRENCY = "8"
 # Gradio's queue polls for work every 1 ms (events) and 10 ms (progress) when it has none, per page: an idle
 # server with its seven pages burned ~11% of a core at rest. 50 ms / 100 ms, Gradio's own values on Windows,
 # add at most 50 ms to an event's start (a Gradio event; the curate page's verdicts are plain JSON requests)
@@ -236,11 +240,11 @@ def _add_page_apis(app: FastAPI, ctx: WebContext, builders: dict) -> None:
 
 def _mount_pages(app: FastAPI, ctx: WebContext, builders: dict) -> None:
     """One Gradio Blocks per page at /<page>, open only to the roles that may use the page."""
+    os.environ["GRADIO_DEFAULT_CONCURRENCY_LIMIT"] = GRADIO_CONCURRENCY
     for page, build in builders.items():
         from app.web.common import SESSION_SCRIPT, keep_state
         from app.web.faults import gradio_handlers
         blocks = keep_state(build(ctx))     # a user error: one line, every component kept as it was
-        blocks.queue(default_concurrency_limit=8)
         _slow_idle_polling(blocks)
         blocks.delete_cache = GRADIO_DELETE_CACHE
         gr.mount_gradio_app(app, blocks, path=f"/{page}", auth_dependency=_page_user(page),
