@@ -78,6 +78,19 @@ def dataframe_rows(elem_id: str) -> str:
     return f"#{elem_id} .virtual-row"
 
 
+# The page's first answer has arrived (the bar names its user, which a load event fills in) and no
+# Gradio event is running (Gradio marks a component waiting on one `.pending`).
+SETTLED_JS = "() => !!document.querySelector('.mvp-user[data-user]') && !document.querySelector('.pending')"
+
+
+def wait_settled(page, timeout_ms: float = 30000, quiet_ms: int = 250) -> None:
+    """Wait until the page's load events have answered: SETTLED_JS holds, and still holds `quiet_ms`
+    later (an event chained after another starts in between)."""
+    page.wait_for_function(SETTLED_JS, timeout=timeout_ms)
+    page.wait_for_timeout(quiet_ms)
+    page.wait_for_function(SETTLED_JS, timeout=timeout_ms)
+
+
 def fill_login(page, name: str, password: str) -> None:
     """Log in on the login form `page` shows."""
     page.fill("#login-user", name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fixtures_web import RUN_ID, G, login, shot
 from sqlalchemy import select
-from testkit.web import dataframe_rows
+from testkit.web import dataframe_rows, wait_settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -207,7 +207,7 @@ def test_every_page_is_legible_in_both_themes(web_app, open_as, theme):
     for name in ("curate", "gallery", "datasets", "rollouts", "stats", "train", "admin"):
         page.goto(f"{web_app.url}/{name}/?__theme={theme}")
         page.wait_for_selector(".mvp-nav", timeout=30000)
-        page.wait_for_timeout(1500)
+        wait_settled(page)                      # the page's own content drawn before its colours are read
         assert page.evaluate("() => document.body.classList.contains('dark')") == (theme == "dark"), name
         if name == "curate":
             page.keyboard.press("?")                              # the key hints too
