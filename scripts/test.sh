@@ -5,8 +5,7 @@ cd "$(dirname "$0")/.."
 scripts/setup_tests.sh
 # --fast: the subset to run before each commit (README): no test marked slow, browser or serve (tests/conftest.py).
 # MVP_TEST_WORKERS=N runs the whole suite or --fast in N processes (pytest-xdist, one file per worker at a time,
-# so a file's module fixtures are built once, and the files sharing a studio on one worker: tests/conftest.py
-# ONE_WORKER); 2 by default (MVP_TEST_WORKERS=1: one process); with other
+# so a file's module fixtures are built once); 2 by default (MVP_TEST_WORKERS=1: one process); with other
 # arguments pytest runs as given.
 mode=()
 if [ "${1:-}" = "--fast" ]; then
@@ -15,6 +14,6 @@ if [ "${1:-}" = "--fast" ]; then
 fi
 workers="${MVP_TEST_WORKERS:-2}"
 if [ "$#" -eq 0 ] && [ "$workers" -gt 1 ]; then
-  mode+=(-n "$workers" --dist loadgroup)
+  mode+=(-n "$workers" --dist loadfile)
 fi
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "${mode[@]}" "$@"

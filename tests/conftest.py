@@ -1,6 +1,5 @@
 """Shared fixtures. Each area keeps its own fixtures in tests/fixtures_*.py, listed here. Also how the suite
-runs in parallel (scripts/test.sh: pytest-xdist, one test file, or the files sharing a studio, per worker
-at a time) and the markers that
+runs in parallel (scripts/test.sh: pytest-xdist, one test file per worker at a time) and the markers that
 the fast subset (`scripts/test.sh --fast`) leaves out."""
 from __future__ import annotations
 
@@ -28,10 +27,6 @@ def sample_videos() -> dict[str, Path]:
 # its file says so (the fast subset leaves out slow, browser and serve).
 FIXTURE_MARKS = {"browser": "browser", "open_as": "browser", "web_app": "serve", "sec_server": "serve",
                  "studio": "serve", "named_studio": "serve"}
-# Session fixtures that start a studio of their own (`mvp serve` on its data, logins, a trained tiny run):
-# every file using one runs on the same worker, which builds it once (scripts/test.sh: --dist loadgroup;
-# each other file is a group of its own, as --dist loadfile made it).
-ONE_WORKER = ("web_app", "named_studio", "sec_server", "studio")
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 
 if WORKER:
@@ -41,7 +36,7 @@ if WORKER:
 
 
 def pytest_configure(config):
-    # pytest-xdist hands out its work units (files, groups) largest test count first unless told not to, which puts
+    # pytest-xdist's loadfile hands out files largest test count first unless told not to, which puts
     # a one-test file of several minutes last (the other worker then idles); the order is set below
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
@@ -60,35 +55,16 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
-def _shared(item, name: str) -> bool:
-    """Whether `name` resolves, for this test, to the shared fixture of tests/fixtures_*.py (a test module
-    may define its own of that name)."""
-    defs = item._fixtureinfo.name2fixturedefs.get(name, ())[-1:]
-    return name in item.fixturenames and any(d.func.__module__.startswith("fixtures_") for d in defs)
-
-
-@pytest.hookimpl(tryfirst=True)      # the groups are marked before pytest-xdist reads them into node ids
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        for name in sorted(FIXTURE_MARKS):
-            if _shared(item, name):
+        defs = item._fixtureinfo.name2fixturedefs      # the fixture a name resolves to for this test
+        for name in sorted(set(item.fixturenames) & FIXTURE_MARKS.keys()):
+            # only the shared fixtures of tests/fixtures_*.py: a test module may define its own of that name
+            if any(d.func.__module__.startswith("fixtures_") for d in defs.get(name, ())[-1:]):
                 item.add_marker(FIXTURE_MARKS[name])
     if WORKER:
-        # each file's group: the first ONE_WORKER fixture any of its tests uses, else the file itself
-        group = {}
-        for item in items:
-            f = item.nodeid.split("::")[0]
-            found = next((n for n in ONE_WORKER if _shared(item, n)), None)
-            if found and not group.get(f, "").startswith("@"):
-                group[f] = "@" + found
-            group.setdefault(f, f)
-        for item in items:
-            item.add_marker(pytest.mark.xdist_group(group[item.nodeid.split("::")[0]]))
-        # longest groups first (testkit/suite_order.py), so no long one starts last while the other worker
+        # longest files first (testkit/suite_order.py), so no long file starts last while the other worker
         # idles (a stable sort: each file keeps its own order, and every worker sorts alike as xdist requires)
         from testkit.suite_order import file_costs
         cost = file_costs(items)
-        per_group = {}
-        for f, g in group.items():
-            per_group[g] = per_group.get(g, 0.0) + cost[f]
-        items.sort(key=lambda i: (-per_group[group[i.nodeid.split("::")[0]]], group[i.nodeid.split("::")[0]]))
+        items.sort(key=lambda i: -cost[i.nodeid.split("::")[0]])
