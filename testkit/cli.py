@@ -62,7 +62,7 @@ def run_mvp_here(*argv, check: bool = False) -> subprocess.CompletedProcess:
             rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
             if isinstance(e.code, str):
                 print(e.code, file=sys.stderr)
-        except Exception:                    # noqa: BLE001  (what the interpreter would print)
+        except Exception:                    # what the interpreter would print, and its exit status
             traceback.print_exc()
             rc = 1
         finally:

@@ -61,7 +61,7 @@ def test_unlock_and_forwarded_for_is_not_trusted_by_default(plain_server):
     free = LOGIN_PER_ADDR - LOGIN_PER_NAME
     codes = [_guess(srv.url, f"name{i}", "wrong-password", f"10.8.{i}.1") for i in range(free)]
     assert codes == [401] * free, codes
-    late = [("name%d" % i, "wrong-password", f"10.8.{i}.1") for i in range(free, LOGIN_PER_ADDR)]
+    late = [(f"name{i}", "wrong-password", f"10.8.{i}.1") for i in range(free, LOGIN_PER_ADDR)]
     late += [("name99", "wrong-password", "10.7.7.7"), ("owner", "owner-password-1", "10.7.7.8")]
     with ThreadPoolExecutor(len(late)) as pool:
         codes = list(pool.map(lambda g: _guess(srv.url, *g), late))
