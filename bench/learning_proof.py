@@ -158,14 +158,15 @@ def _run_model(run: Path) -> Path:
     return Path(str((yaml.safe_load((run / "config.yaml").read_text()) or {}).get("model", ""))).resolve()
 
 
-def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end: float) -> dict[str, Path]:
+def train_all(args, work: Path, train_jsonl: Path, test_jsonl: Path, env, t_end: float,
+              systems: tuple[str, ...]) -> dict[str, Path]:
     if args.models_from:           # evaluate the models another proof trained on new test videos
         src = Path(args.models_from)
         return {"base": src / "base", "sft": latest_checkpoint(src / "sft"), "grpo": latest_checkpoint(src / "grpo"),
                 "_sft_run": src / "sft", "_grpo_run": src / "grpo"}
     base = work / "base"
     # the random initialisation: SFT's start, or evaluated as a system (with --sft-from, neither may be asked)
-    if (not args.sft_from or "base" in systems_of(args)) and not (base / "config.json").is_file():
+    if (not args.sft_from or "base" in systems) and not (base / "config.json").is_file():
         shutil.rmtree(base, ignore_errors=True)       # a build cut short: tiny-model refuses a non-empty folder
         # with --sft-from, the random initialisation that checkpoint was trained from (its card)
         mvp("tiny-model", base, "--preset", args.preset, "--seed", 0 if args.sft_from else args.seed, env=env)
@@ -321,7 +322,7 @@ def main(argv=None) -> int:
     if IN_PROCESS:
         import torch
         torch.set_num_threads(1)     # what OMP_NUM_THREADS=1 gives the subprocesses (2 shared cores)
-    systems_of(args)                 # a wrong --systems is refused before any work
+    systems = systems_of(args)       # a wrong --systems is refused before any work
     t0 = time.time()
     t_end = t0 + 60 * args.budget_min
     work = Path(args.work)
@@ -341,9 +342,8 @@ def main(argv=None) -> int:
     train_jsonl = synth(train_files, work / "train", args, env) if train_files else None
     test_jsonl = synth(test_files, work / "test", args, env)
     lap("synth")
-    models = train_all(args, work, train_jsonl, test_jsonl, env, t_end)
+    models = train_all(args, work, train_jsonl, test_jsonl, env, t_end, systems)
     lap("train")
-    systems = systems_of(args)
     reports = evaluate_all(models, test_jsonl, work, env, args.max_new_tokens, systems, args.procs)
     lap("eval")
 

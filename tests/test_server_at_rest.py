@@ -59,4 +59,3 @@ def test_every_page_runs_its_events_eight_at_a_time(tmp_path):
     pages = [r.app.get_blocks() for r in app.routes if isinstance(r, Mount) and hasattr(r.app, "get_blocks")]
     assert len(pages) == len(server._page_builders())
     assert {b._queue.default_concurrency_limit for b in pages} == {int(server.GRADIO_CONCURRENCY)}
-

@@ -31,10 +31,6 @@ def split_set(model_data, tmp_path):
     return url, data, split_of
 
 
-def _run(*argv):
-    return run_mvp_here(*argv)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("trainer", ["train", "sft"])
 def test_set_runs_keep_only_train_puzzles(trainer, split_set, tiny_model_dir, tmp_path):
@@ -44,7 +40,7 @@ def test_set_runs_keep_only_train_puzzles(trainer, split_set, tiny_model_dir, tm
     if trainer == "sft":
         settings = [x for x in settings if not x.startswith(("num_generations", "reward=", "gradient_accumulation"))]
         settings += ["per_device_train_batch_size=1", "freeze_vision=false"]
-    res = _run(trainer, *settings, "--set", "s", "--db", url, "--data", tmp_path)
+    res = run_mvp_here(trainer, *settings, "--set", "s", "--db", url, "--data", tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
     kept = [json.loads(x) for x in (out / "puzzles.jsonl").read_text().splitlines()]
     assert kept and {r["split"] for r in kept} == {"train"}
@@ -57,7 +53,7 @@ def test_set_runs_keep_only_train_puzzles(trainer, split_set, tiny_model_dir, tm
     for split, flag, refused in (("train", [], True), (None, [], False), ("train", ["--allow-trained-split"], False)):
         argv = ["eval", "--model", ckpt, "--set", "s", "--db", url, "--data", data, "--limit", "1",
                 "--max-new-tokens", "2", *(["--split", split] if split else []), *flag]
-        res = _run(*argv)
+        res = run_mvp_here(*argv)
         if refused:
             assert res.returncode != 0 and "measures memory, not learning" in res.stderr, res.stderr
             assert "Traceback" not in res.stderr
@@ -71,13 +67,13 @@ def test_set_runs_keep_only_train_puzzles(trainer, split_set, tiny_model_dir, tm
 def test_naming_a_split_trains_on_it_and_says_so(split_set, tiny_model_dir, tmp_path):
     url, data, split_of = split_set
     out = tmp_path / "run"
-    res = _run("train", *tiny_overrides(tiny_model_dir, data, out, max_steps=1, save_steps=1, data_dir=data),
-               "--set", "s", "--split", "train,test", "--db", url, "--data", tmp_path)
+    res = run_mvp_here("train", *tiny_overrides(tiny_model_dir, data, out, max_steps=1, save_steps=1, data_dir=data),
+                       "--set", "s", "--split", "train,test", "--db", url, "--data", tmp_path)
     assert res.returncode == 0, res.stderr
     assert len((out / "puzzles.jsonl").read_text().splitlines()) == len(split_of)
     assert yaml.safe_load((out / "config.yaml").read_text())["set_splits"] == ["train", "test"]
-    bad = _run("train", *tiny_overrides(tiny_model_dir, data, tmp_path / "r2", max_steps=1, data_dir=data),
-               "--set", "s", "--split", "val", "--db", url, "--data", tmp_path)
+    bad = run_mvp_here("train", *tiny_overrides(tiny_model_dir, data, tmp_path / "r2", max_steps=1, data_dir=data),
+                       "--set", "s", "--split", "val", "--db", url, "--data", tmp_path)
     assert bad.returncode != 0 and "no puzzles in split val" in bad.stderr and "Traceback" not in bad.stderr
 
 
