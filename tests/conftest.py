@@ -1,6 +1,6 @@
 """Shared fixtures. Each area keeps its own fixtures in tests/fixtures_*.py, listed here. Also how the suite
-runs in parallel (scripts/test.sh: pytest-xdist, one test file per worker at a time) and the markers that
-the fast subset (`scripts/test.sh --fast`) leaves out."""
+runs in parallel (scripts/test.sh: pytest-xdist, one test file, or the files sharing a session studio, per
+worker at a time) and the markers that the fast subset (`scripts/test.sh --fast`) leaves out."""
 from __future__ import annotations
 
 import os
@@ -63,8 +63,23 @@ def pytest_collection_modifyitems(config, items):
             if any(d.func.__module__.startswith("fixtures_") for d in defs.get(name, ())[-1:]):
                 item.add_marker(FIXTURE_MARKS[name])
     if WORKER:
-        # longest files first (testkit/suite_order.py), so no long file starts last while the other worker
-        # idles (a stable sort: each file keeps its own order, and every worker sorts alike as xdist requires)
+        # longest work units first (testkit/suite_order.py), so no long unit starts last while the other
+        # worker idles; a unit is a file, or the files sharing a session studio (testkit/suite_groups.py).
+        # A stable sort: each file keeps its own order, and every worker sorts alike as xdist requires.
+        from testkit.suite_groups import unit_of
         from testkit.suite_order import file_costs
-        cost = file_costs(items)
-        items.sort(key=lambda i: -cost[i.nodeid.split("::")[0]])
+        cost, unit = file_costs(items), {i.nodeid: unit_of(i.nodeid) for i in items}
+        unit_cost: dict[str, float] = {}
+        for f, c in cost.items():
+            unit_cost[unit_of(f)] = unit_cost.get(unit_of(f), 0.0) + c
+        items.sort(key=lambda i: (-unit_cost[unit[i.nodeid]], unit[i.nodeid]))
+
+
+@pytest.hookimpl(optionalhook=True)      # pytest-xdist's hook: absent under `-p no:xdist`
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` with the files that share a session studio sent to one worker as one unit, so the
+    studio is built once in the run (testkit/suite_groups.py); other modes keep xdist's own scheduler."""
+    if config.getvalue("dist") == "loadfile":
+        from testkit.suite_groups import make_scheduler
+        return make_scheduler(config, log)
+    return None
