@@ -14,6 +14,7 @@ by file only."""
 from __future__ import annotations
 
 import ast
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -84,8 +85,11 @@ def file_groups(tests: Path = TESTS) -> dict[str, str]:
 
 
 def unit_of(nodeid: str) -> str:
-    """The work unit of a test's node id: its studio's group, else its file."""
+    """The work unit of a test's node id: its studio's group, else its file (every file its own unit
+    with MVP_SUITE_UNITS=files, the plain loadfile split bench/suite_time.py compares against)."""
     path = nodeid.split("::", 1)[0]
+    if os.environ.get("MVP_SUITE_UNITS") == "files":
+        return path
     return file_groups().get(Path(path).name, path)
 
 
@@ -115,7 +119,6 @@ def pytest_collection_finish(session) -> None:
     """As a plugin (`-p testkit.suite_groups`, with MVP_STUDIOS_OUT=FILE): write `studios_from_items` of
     the collection as JSON (tests/test_suite_groups.py)."""
     import json
-    import os
     out = os.environ.get("MVP_STUDIOS_OUT")
     if out:
         Path(out).write_text(json.dumps({k: sorted(v) for k, v in studios_from_items(session.items).items()}))

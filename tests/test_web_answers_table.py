@@ -110,6 +110,54 @@ def test_a_page_past_any_run_is_one_line(named_studio, open_as):
     assert len(page.inner_text("#ro-t-msg").strip().splitlines()) == 1
 
 
+@pytest.fixture
+def many_answers(named_studio):
+    """A run with 16 answers per puzzle from one checkpoint, over two pages of answer rows; removed after."""
+    from sqlalchemy import delete
+
+    from db.models.runs import Checkpoint, Rollout, Run
+    from testkit.store import store_answers
+    run = "paging-run"
+    store_answers(named_studio.Session, run, "rollout", "tiny-model", 1, "ckpt-1", 16, seed=5)
+    yield run
+    with named_studio.Session() as s:
+        for table in (Rollout, Checkpoint):
+            s.execute(delete(table).where(table.run_id == run))
+        s.execute(delete(Run).where(Run.id == run))
+        s.commit()
+
+
+def test_pages_step_back_and_forth_and_a_change_goes_to_page_one(named_studio, many_answers, open_as):
+    """Next, Previous and a typed page number show those rows; a sort change afterwards starts again
+    on page 1 (each control's change is one event that reads the page as it is then)."""
+    page = open_as(named_studio.url, "rhea", "/rollouts/")
+    page.wait_for_selector(ROW, timeout=60000)
+    _pick(page, "ro-ckpt", many_answers)
+    _wait_status(page, "puzzle rows 1-")
+    page.locator("#ro-t-level label", has_text="per answer").click()
+    n = 16 * len(_expected(named_studio.Session))
+    assert n > 50, n           # three pages at least
+    _wait_status(page, f"answer rows 1-25 of {n} · page 1 ")
+    page.click("#ro-t-next")
+    _wait_status(page, f"answer rows 26-50 of {n} · page 2 ")
+    page.click("#ro-t-next")
+    _wait_status(page, f"answer rows 51-{min(75, n)} of {n} · page 3 ")
+    page.click("#ro-t-prev")
+    _wait_status(page, f"answer rows 26-50 of {n} · page 2 ")
+    page.fill("#ro-t-page input", "3")
+    page.press("#ro-t-page input", "Enter")
+    _wait_status(page, " · page 3 ")
+    assert page.input_value("#ro-t-page input") == "3"
+    page.click("#ro-t-prev")
+    page.click("#ro-t-prev")                # two quick clicks: page 1, as each one steps the page shown
+    _wait_status(page, f"answer rows 1-25 of {n} · page 1 ")
+    page.click("#ro-t-next")
+    _wait_status(page, " · page 2 ")
+    _pick(page, "ro-t-sort", "total")
+    _wait_status(page, f"answer rows 1-25 of {n} · page 1 ")
+    assert page.input_value("#ro-t-page input") == "1"
+
+
 def _check_layout(page, width: int) -> None:
     """Nothing the user needs is cut off or drawn over: every link of the top bar and its "Log out" lie
     inside the viewport, no column name of the answer tables runs past its cell, and at phone width the
@@ -120,7 +168,11 @@ def _check_layout(page, width: int) -> None:
     spill = page.eval_on_selector_all(".mvp-answers th", "ths => ths.filter(t => t.scrollWidth > t.clientWidth + 1)"
                                                          ".map(t => t.innerText)")
     assert spill == [], f"column names wider than their cells: {spill}"
-    left, right = page.locator("#ro-left").bounding_box(), page.locator("#ro-right").bounding_box()
+    # both boxes in one evaluation, in page coordinates: the row's click scrolls the view into sight, and
+    # two viewport readings with a scroll between them would not compare
+    left, right = page.evaluate("""() => ['#ro-left', '#ro-right'].map(s => {
+        const r = document.querySelector(s).getBoundingClientRect();
+        return {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height}; })""")
     if width < 600:
         assert right["y"] >= left["y"] + left["height"] - 1, (left, right)
     else:

@@ -173,16 +173,28 @@ class TableHandlers:
             yield [gr.skip()] * 4 + [BUILDING] + [gr.skip()] * 3
         yield self.fill(left, level, sort, descending, video, kind, result, search, group_by, page_no, request)
 
-    def _step(self, page_no, request, delta: int):
-        """The page number after Previous (delta -1) or Next (+1); a page that is not whole is one line."""
+    def first_page(self, left, level, sort, descending, video, kind, result, search, group_by, page_no,
+                   request: gr.Request):
+        """`fill` from page 1: a filter, sort or level changed."""
+        return self.fill(left, level, sort, descending, video, kind, result, search, group_by, 1, request)
+
+    def _step(self, delta: int, args: tuple, request: gr.Request):
+        """`fill` of the page before (delta -1) or after (+1) the one shown; a page number that is not
+        whole is one line."""
+        *query, page_no = args
         with guard(self.ctx, request, PAGE):
-            return max(1, int(form_number("page", page_no, whole=True, default=1)) + delta)
+            page_no = max(1, int(form_number("page", page_no, whole=True, default=1)) + delta)
+        return self.fill(*query, page_no, request)
 
-    def previous(self, page_no, request: gr.Request):
-        return self._step(page_no, request, -1)
+    def previous(self, left, level, sort, descending, video, kind, result, search, group_by, page_no,
+                 request: gr.Request):
+        return self._step(-1, (left, level, sort, descending, video, kind, result, search, group_by, page_no),
+                          request)
 
-    def next(self, page_no, request: gr.Request):
-        return self._step(page_no, request, 1)
+    def next(self, left, level, sort, descending, video, kind, result, search, group_by, page_no,
+             request: gr.Request):
+        return self._step(1, (left, level, sort, descending, video, kind, result, search, group_by, page_no),
+                          request)
 
     def open_row(self, left, evt: gr.SelectData, request: gr.Request):
         """[video picker, puzzle picker] of the clicked row's puzzle (the view above then shows it)."""
@@ -216,19 +228,22 @@ OPEN_JS = ("(l, r, p) => { window.mvpRollouts && window.mvpRollouts.show(l, r, p
 
 def wire_table(t: TableUI, h: TableHandlers, left: gr.Dropdown, video: gr.Dropdown, puzzle: gr.Dropdown,
                selection: list, loaded, refresh: gr.Button) -> None:
-    """A filter, sort or level change (and a new left version) goes back to page 1, then asks for the
-    page; the page buttons step the page number first; the page's load and Refresh fill it too."""
+    """A filter, sort or level change (and a new left version) fills page 1; the page buttons the page
+    before or after; the page's load and Refresh fill the page shown. Each is one queued event reading
+    the controls as they are when it runs."""
     inputs = [left, *t.query_inputs]
-    # one queue for every fill, one at a time: answers come back in the order they were asked (two
-    # quick changes, e.g. sort then "largest first", never end on the older one's rows); the store's
-    # DuckDB copy answers one query at a time anyway
+    # one queue for every fill, one at a time: answers come back in the order they were asked; the
+    # store's DuckDB copy answers one query at a time anyway. Every control's change is one event
+    # (`gr.on`) that Gradio runs again with the latest values when a change comes while it runs
+    # ("always_last"): two quick changes (sort, then "largest first") end on the rows of both, where an
+    # event per control could answer the older change last.
     fast = {"show_progress": "hidden", "concurrency_id": "rollouts-table", "concurrency_limit": 1}
-    for c in (t.level, t.sort, t.descending, t.video, t.kind, t.result, t.group_by, left):
-        c.input(lambda: 1, None, t.page_no, queue=False).then(h.fill, inputs, t.outputs, **fast)
-    t.search.submit(lambda: 1, None, t.page_no, queue=False).then(h.fill, inputs, t.outputs, **fast)
+    changes = [c.input for c in (t.level, t.sort, t.descending, t.video, t.kind, t.result, t.group_by, left)]
+    gr.on([*changes, t.search.submit], h.first_page, inputs, t.outputs, trigger_mode="always_last", **fast)
     t.page_no.submit(h.fill, inputs, t.outputs, **fast)
-    t.prev.click(h.previous, t.page_no, t.page_no, queue=False).then(h.fill, inputs, t.outputs, **fast)
-    t.next.click(h.next, t.page_no, t.page_no, queue=False).then(h.fill, inputs, t.outputs, **fast)
+    # a click while the last one runs is run after it, from the page it shows (two clicks: two pages)
+    t.prev.click(h.previous, inputs, t.outputs, trigger_mode="always_last", **fast)
+    t.next.click(h.next, inputs, t.outputs, trigger_mode="always_last", **fast)
     loaded.then(h.fill_stream, inputs, t.outputs, **fast)
     refresh.click(h.fill, inputs, t.outputs, **fast)
     t.rows.select(h.open_row, [left], [video, puzzle], show_progress="hidden").then(None, selection, None, js=OPEN_JS)
