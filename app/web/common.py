@@ -141,6 +141,14 @@ def _refusal_as_line(handler, outputs: list):
     return wrapped
 
 
+def on_latest(triggers: list, fn, inputs: list, outputs: list, **kwargs):
+    """One event for several controls that fill the same outputs: a change that comes while it runs is
+    run after it with the controls' values then (Gradio's "always_last"), so the outputs end on the last
+    change. An event per control could answer an older change last (two quick changes ended on the
+    first one's view). Returns the event, for `.then`."""
+    return gr.on(triggers, fn, inputs, outputs, trigger_mode="always_last", **kwargs)
+
+
 def sections_in_one(*parts: tuple):
     """One handler answering for several sections of a page, each given as (handler, its outputs) and
     called with the request, in order: a refusal in one section is answered as `keep_state` answers it

@@ -12,7 +12,7 @@ from pathlib import Path
 import gradio as gr
 
 from app.web import jobs
-from app.web.common import WebContext, esc, form_number, guard, msg_html, whole_number
+from app.web.common import WebContext, esc, form_number, guard, msg_html, on_latest, whole_number
 from mvp_core.errors import UserError
 
 PAGE = "rollouts"
@@ -286,8 +286,9 @@ def build_section(ctx: WebContext, db_url: str, bank_dropdown: gr.Dropdown, bank
 
     run.change(on_run, [run], [ckpt])
     set_dd.change(on_set, [set_dd], [split])
-    for c in (ckpt, split, labels):       # run and set change these, so each choice is counted
-        c.change(on_plan, [run, ckpt, set_dd, split, labels], [plan], show_progress="hidden")
+    # run and set change these, so each choice is counted
+    on_latest([ckpt.change, split.change, labels.change], on_plan, [run, ckpt, set_dd, split, labels], [plan],
+              show_progress="hidden")
     go.click(on_go, [run, ckpt, set_dd, split, labels, name, epochs, hidden, limit], [msg, status, timer],
              api_name="steer_bank_launch")
     timer.tick(on_tick, None, [status, listing, bank_dropdown, timer], show_progress="hidden")

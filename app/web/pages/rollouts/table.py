@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import gradio as gr
 from pydantic import ValidationError
 
-from app.web.common import WebContext, form_number, guard, msg_html, whole_number
+from app.web.common import WebContext, form_number, guard, msg_html, on_latest, whole_number
 from app.web.pages.rollouts import choices as picks
 from db.runs import answers_table as at
 from db.runs import rollout_views as rd
@@ -234,16 +234,14 @@ def wire_table(t: TableUI, h: TableHandlers, left: gr.Dropdown, video: gr.Dropdo
     inputs = [left, *t.query_inputs]
     # one queue for every fill, one at a time: answers come back in the order they were asked; the
     # store's DuckDB copy answers one query at a time anyway. Every control's change is one event
-    # (`gr.on`) that Gradio runs again with the latest values when a change comes while it runs
-    # ("always_last"): two quick changes (sort, then "largest first") end on the rows of both, where an
-    # event per control could answer the older change last.
+    # (`on_latest`): two quick changes (sort, then "largest first") end on the rows of both.
     fast = {"show_progress": "hidden", "concurrency_id": "rollouts-table", "concurrency_limit": 1}
     changes = [c.input for c in (t.level, t.sort, t.descending, t.video, t.kind, t.result, t.group_by, left)]
-    gr.on([*changes, t.search.submit], h.first_page, inputs, t.outputs, trigger_mode="always_last", **fast)
+    on_latest([*changes, t.search.submit], h.first_page, inputs, t.outputs, **fast)
     t.page_no.submit(h.fill, inputs, t.outputs, **fast)
     # a click while the last one runs is run after it, from the page it shows (two clicks: two pages)
-    t.prev.click(h.previous, inputs, t.outputs, trigger_mode="always_last", **fast)
-    t.next.click(h.next, inputs, t.outputs, trigger_mode="always_last", **fast)
+    on_latest([t.prev.click], h.previous, inputs, t.outputs, **fast)
+    on_latest([t.next.click], h.next, inputs, t.outputs, **fast)
     loaded.then(h.fill_stream, inputs, t.outputs, **fast)
     refresh.click(h.fill, inputs, t.outputs, **fast)
     t.rows.select(h.open_row, [left], [video, puzzle], show_progress="hidden").then(None, selection, None, js=OPEN_JS)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from app.web.common import WebContext, esc, guard
+from app.web.common import WebContext, esc, guard, on_latest
 
 PAGE = "train"
 MISSING = "(not set)"
@@ -81,5 +81,4 @@ def wire_compare(ui: CompareUI, ctx: WebContext, loaded: gr.events.Dependency) -
             return diff_html(a, b, *configs(a, b), bool(only))
 
     loaded.then(fill, None, [ui.a, ui.b, ui.table], show_progress="hidden")
-    for c in (ui.a, ui.b, ui.only_diff):
-        c.input(show, [ui.a, ui.b, ui.only_diff], [ui.table])
+    on_latest([ui.a.input, ui.b.input, ui.only_diff.input], show, [ui.a, ui.b, ui.only_diff], [ui.table])

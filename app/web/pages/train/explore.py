@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from app.web.common import WebContext, guard
+from app.web.common import WebContext, guard, on_latest
 
 PAGE = "train"
 DEFAULT_METRIC = "reward"
@@ -149,7 +149,4 @@ def wire_explore(ui: ExploreUI, ctx: WebContext, loaded: gr.events.Dependency) -
 
     inputs = [ui.metric, ui.runs, ui.smoothing]
     loaded.then(fill, None, [ui.metric, ui.runs, ui.plot], show_progress="hidden")
-    for c in (ui.metric, ui.runs):
-        c.input(show, inputs, [ui.plot])
-    ui.smoothing.release(show, inputs, [ui.plot])
-    ui.whole.click(show, inputs, [ui.plot])
+    on_latest([ui.metric.input, ui.runs.input, ui.smoothing.release, ui.whole.click], show, inputs, [ui.plot])

@@ -18,8 +18,8 @@ from pathlib import Path
 import gradio as gr
 
 from app.web import jobs as train_jobs
-from app.web.common import (WebContext, esc, filled, form_number, guard, msg_html, nav_html, sections_in_one,
-                            whole_number)
+from app.web.common import (WebContext, esc, filled, form_number, guard, msg_html, nav_html, on_latest,
+                            sections_in_one, whole_number)
 from app.web.pages.train import signals, splits as split_ui
 from app.web.svg_chart import line_chart
 from mvp_core.errors import UserError
@@ -345,8 +345,8 @@ def build(ctx: WebContext) -> gr.Blocks:
         train_compare.wire_compare(compare_ui, ctx, loaded)
         f.fields["trainer"].input(h.trainer, [f.fields["trainer"]], [*(f.fields[k] for k in FORM_KEYS), f.config])
         f.fields["set"].input(h.on_set, [f.fields["set"]], sp)
-        for c in (f.splits.train, f.splits.evaluate):
-            c.input(h.on_splits, [f.fields["set"], f.splits.train, f.splits.evaluate], [f.splits.note])
+        on_latest([f.splits.train.input, f.splits.evaluate.input], h.on_splits,
+                  [f.fields["set"], f.splits.train, f.splits.evaluate], [f.splits.note])
         f.timer.tick(h.refresh, None, f.live, show_progress="hidden")
         # the past-runs table follows a launch and a stop at once (it said "running" until a reload)
         f.launch.click(h.launch, [*f.form, f.config, *f.splits.inputs], [f.msg, *f.live], api_name="train_launch") \
