@@ -173,9 +173,8 @@ class TableHandlers:
             yield [gr.skip()] * 4 + [BUILDING] + [gr.skip()] * 3
         yield self.fill(left, level, sort, descending, video, kind, result, search, group_by, page_no, request)
 
-    def first_page(self, left, level, sort, descending, video, kind, result, search, group_by, page_no,
-                   request: gr.Request):
-        """`fill` from page 1: a filter, sort or level changed."""
+    def first_page(self, left, level, sort, descending, video, kind, result, search, group_by, request: gr.Request):
+        """`fill` from page 1: a filter, sort or level changed (the page number shown is not read)."""
         return self.fill(left, level, sort, descending, video, kind, result, search, group_by, 1, request)
 
     def _step(self, delta: int, args: tuple, request: gr.Request):
@@ -237,7 +236,7 @@ def wire_table(t: TableUI, h: TableHandlers, left: gr.Dropdown, video: gr.Dropdo
     # (`on_latest`): two quick changes (sort, then "largest first") end on the rows of both.
     fast = {"show_progress": "hidden", "concurrency_id": "rollouts-table", "concurrency_limit": 1}
     changes = [c.input for c in (t.level, t.sort, t.descending, t.video, t.kind, t.result, t.group_by, left)]
-    on_latest([*changes, t.search.submit], h.first_page, inputs, t.outputs, **fast)
+    on_latest([*changes, t.search.submit], h.first_page, inputs[:-1], t.outputs, **fast)     # all but the page
     t.page_no.submit(h.fill, inputs, t.outputs, **fast)
     # a click while the last one runs is run after it, from the page it shows (two clicks: two pages)
     on_latest([t.prev.click], h.previous, inputs, t.outputs, **fast)
