@@ -32,9 +32,8 @@ def _fixtures(tree: ast.Module) -> dict[str, set[str]]:
     return out
 
 
-def _parameters(tree: ast.Module) -> set[str]:
-    """The parameter names of the file's tests and fixtures (a helper's parameters are not fixtures)."""
-    own = _fixtures(tree)
+def _parameters(tree: ast.Module, own: dict[str, set[str]]) -> set[str]:
+    """The parameter names of the file's tests and fixtures (`own`: a helper's parameters are not fixtures)."""
     tests = {a.arg for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name.startswith("test")
              for a in node.args.args + node.args.kwonlyargs}
     return tests.union(*own.values())
@@ -52,7 +51,7 @@ def studios_used(path: Path, tests: Path = TESTS) -> set[str]:
     """The studios (STUDIOS) the test file at `path` uses, through any chain of shared fixtures."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     own, shared = _fixtures(tree), _shared(tests)
-    used, todo, seen = set(), list(_parameters(tree)), set()
+    used, todo, seen = set(), list(_parameters(tree, own)), set()
     while todo:
         name = todo.pop()
         if name in seen:
@@ -103,14 +102,20 @@ def make_scheduler(config, log):
     return SharedStudioScheduling(config, log)
 
 
+def shared_fixtures(item, names) -> set[str]:
+    """Those of `names` that `item` resolves to the shared fixtures of tests/fixtures_*.py (a test module
+    may define its own of a name)."""
+    defs = item._fixtureinfo.name2fixturedefs      # the fixture a name resolves to for this test
+    return {n for n in set(item.fixturenames) & set(names)
+            if any(d.func.__module__.startswith("fixtures_") for d in defs.get(n, ())[-1:])}
+
+
 def studios_from_items(items) -> dict[str, set[str]]:
     """{test file name: the studios its tests resolve}, from collected tests (the truth `studios_used`
     guesses from source)."""
     out: dict[str, set[str]] = {}
     for item in items:
-        defs = item._fixtureinfo.name2fixturedefs
-        used = {n for n in set(item.fixturenames) & set(STUDIOS)
-                if any(d.func.__module__.startswith("fixtures_") for d in defs.get(n, ())[-1:])}
+        used = shared_fixtures(item, STUDIOS)
         out.setdefault(Path(item.nodeid.split("::", 1)[0]).name, set()).update(used)
     return out
 

@@ -56,17 +56,14 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_collection_modifyitems(config, items):
+    from testkit.suite_groups import shared_fixtures, unit_of
     for item in items:
-        defs = item._fixtureinfo.name2fixturedefs      # the fixture a name resolves to for this test
-        for name in sorted(set(item.fixturenames) & FIXTURE_MARKS.keys()):
-            # only the shared fixtures of tests/fixtures_*.py: a test module may define its own of that name
-            if any(d.func.__module__.startswith("fixtures_") for d in defs.get(name, ())[-1:]):
-                item.add_marker(FIXTURE_MARKS[name])
+        for name in sorted(shared_fixtures(item, FIXTURE_MARKS)):
+            item.add_marker(FIXTURE_MARKS[name])
     if WORKER:
         # longest work units first (testkit/suite_order.py), so no long unit starts last while the other
         # worker idles; a unit is a file, or the files sharing a session studio (testkit/suite_groups.py).
         # A stable sort: each file keeps its own order, and every worker sorts alike as xdist requires.
-        from testkit.suite_groups import unit_of
         from testkit.suite_order import file_costs
         cost, unit = file_costs(items), {i.nodeid: unit_of(i.nodeid) for i in items}
         unit_cost: dict[str, float] = {}
