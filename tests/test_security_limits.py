@@ -100,3 +100,50 @@ def test_40_parallel_bodies_from_one_user_keep_memory_bounded(limit_server):
     assert grown < 100 * 1024 * 1024, f"grew {grown / 2**20:.0f} MB; answers {codes}"
     assert c.post("/curate/api/load", json={}).status_code == 200        # the user is served again
     assert httpx.get(limit_server.url + "/login", timeout=30).status_code == 200
+
+
+def test_one_users_queued_event_bytes_are_bounded():
+    """A join waits while the user's unfinished Gradio events hold more body bytes than the bound, and gets
+    room once they have run (app/web/limits.py QueuedEvents). Real Gradio objects: a page's Blocks, its
+    Queue and the Events it keeps, so a Gradio release that moves them fails here, not in production."""
+    import asyncio
+
+    import gradio as gr
+    from gradio.queueing import Event
+    from starlette.requests import Request
+
+    from app.web.limits import QueuedEvents
+    with gr.Blocks() as blocks:
+        gr.Button().click(lambda: None)
+    fn = next(iter(blocks.fns.values()))
+
+    def join(user: str, size: int) -> Event:
+        request = Request({"type": "http", "method": "POST", "path": "/curate/gradio_api/queue/join",
+                           "headers": [(b"content-length", str(size).encode())]})
+        event = Event(f"session-{user}", fn, request, user)
+        blocks._queue.event_ids_to_events[event._id] = event
+        return event
+
+    mb = 1024 * 1024
+    bound = QueuedEvents(max_bytes=8 * mb, wait_s=0.3, poll_s=0.01)
+    bound.pages.append(blocks)
+
+    async def scenario():
+        first = join("ann", 3 * mb)
+        assert bound.queued("ann") == (1, 3 * mb) and bound.queued("bob") == (0, 0)
+        assert await bound.room("ann", 2 * mb)                  # 5 MB of 8
+        second, _ = join("ann", 3 * mb), join("ann", 2 * mb)
+        assert not await bound.room("ann", 2 * mb)              # 10 MB of 8: waited, then refused
+        assert await bound.room("bob", 2 * mb)                  # another user is not held up by ann
+        bound.wait_s = 5.0
+        waiting = asyncio.create_task(bound.room("ann", 2 * mb))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()
+        for event in (first, second):                           # Gradio drops an event once it has run
+            blocks._queue.event_ids_to_events.pop(event._id)
+        assert await asyncio.wait_for(waiting, 2.0)             # 4 MB of 8: room
+    asyncio.run(scenario())
+    lone = QueuedEvents(max_bytes=64 * 1024, wait_s=0.0)
+    lone.pages.append(blocks)
+    blocks._queue.event_ids_to_events.clear()
+    assert asyncio.run(lone.room("cy", 2 * mb))                 # nothing queued: a lone event always fits

@@ -18,7 +18,9 @@ middleware function installed by `app.web.server.build_app`:
    timings) for everyone but admins.
    Past these, one user's (or, logged out, one address's) requests and request-body bytes in flight
    are bounded (app/web/limits.py `InFlight`, sizes in app/web/settings.py): over them a request waits
-   for a slot, then gets 429. Gradio's event streams (no body, long-lived) are not counted.
+   for a slot, then gets 429. Gradio's event streams (no body, long-lived) are not counted. So are the
+   bytes of the Gradio events a user has joined that have not run yet (`QueuedEvents`): a join over
+   them waits for the user's events to run, then gets 429.
 4. Faults: a request that ran into a full disk or a read-only data folder (507), a damaged database
    (503, then every change refused until a restart), an out-of-range Gradio event (400) or a client
    that went away is answered in one line (app/web/faults.py), a page for a browser, JSON otherwise;
@@ -37,7 +39,7 @@ from starlette.concurrency import run_in_threadpool
 from app.web.auth import COOKIE, PAGE_ROLES, Auth
 from app.web.csp import with_policy
 from app.web.faults import StoreHealth, answer, one_line
-from app.web.limits import STREAMS, InFlight, body_cost
+from app.web.limits import JOIN, STREAMS, InFlight, QueuedEvents, body_cost
 from app.web.settings import ServeSettings
 
 SECURITY_HEADERS = {                  # and the Content-Security-Policy: app/web/csp.py
@@ -109,6 +111,7 @@ def install(app, auth: Auth, pages, settings: ServeSettings) -> None:
     """Add the guard middleware to `app`. `request.state.user` is the caller's
     `db.users.sessions.SessionUser` (or None) for the routes behind it."""
     inflight = InFlight(settings.max_requests_per_user, settings.max_body_bytes_per_user, settings.queue_wait_s)
+    queued = app.state.queued_events = QueuedEvents(settings.max_queued_bytes_per_user, settings.queue_wait_s)
 
     health = app.state.health = StoreHealth()         # shared with the Gradio apps' handlers (server.py)
 
@@ -118,7 +121,7 @@ def install(app, auth: Auth, pages, settings: ServeSettings) -> None:
             if health.damaged and request.method in UNSAFE_METHODS:
                 resp = one_line(request, 503, health.damaged)
             else:
-                resp = await _guarded(request, call_next, auth, pages, settings, inflight)
+                resp = await _guarded(request, call_next, auth, pages, settings, inflight, queued)
         except Exception as e:            # noqa: BLE001  only the faults app/web/faults.py knows are answered
             resp = answer(request, e, health)
             if resp is None:
@@ -132,7 +135,8 @@ def install(app, auth: Auth, pages, settings: ServeSettings) -> None:
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts), www_redirect=False)
 
 
-async def _guarded(request: Request, call_next, auth: Auth, pages, settings: ServeSettings, inflight: InFlight):
+async def _guarded(request: Request, call_next, auth: Auth, pages, settings: ServeSettings, inflight: InFlight,
+                   queued: QueuedEvents):
     token = request.cookies.get(COOKIE)
     user = await run_in_threadpool(auth.session_of, token) if token else None
     request.state.user = user
@@ -144,7 +148,11 @@ async def _guarded(request: Request, call_next, auth: Auth, pages, settings: Ser
     if STREAMS.search(request.url.path):
         return await call_next(request)
     who = f"user:{user.name}" if user is not None else f"addr:{request.client.host if request.client else '?'}"
-    async with inflight.slot(who, body_cost(request.method, dict(request.scope["headers"]))) as ok:
+    cost = body_cost(request.method, dict(request.scope["headers"]))
+    async with inflight.slot(who, cost) as ok:
         if not ok:
             return _refused(429, "too many requests in flight for this user; try again in a few seconds")
+        if user is not None and request.method == "POST" and JOIN.match(request.url.path) \
+                and not await queued.room(user.name, cost):
+            return _refused(429, "too many events queued for this user; try again in a few seconds")
         return await call_next(request)

@@ -240,3 +240,45 @@ class InFlight:
                     b.cond.notify_all()
                 if b.requests == 0 and b.waiting == 0 and self._budgets.get(key) is b:
                     del self._budgets[key]
+
+
+# ---- every user: the events they have queued ------------------------------------------------------------
+# `InFlight` ends when Gradio's queue/join answers; the event then waits in the page's queue holding its
+# payload until it has run. 40 joins of 2 MB from one curator held ~80 MB there at once (docs/security.md,
+# "Requests in flight"). Gradio bounds only the queue's length, for everyone together, so this bounds one
+# user's queued bytes. Gradio (6.x) offers no hook for it: its Queue keeps the unfinished events in
+# `event_ids_to_events` (an event leaves it when it has run or its session closed), each with the
+# `username` the page's auth dependency gave and the `request` that joined it.
+JOIN = re.compile(r"^/[^/]+/gradio_api/queue/join$")
+
+
+class QueuedEvents:
+    """Per-user bound on the body bytes of their unfinished Gradio events, across every page's queue. A join
+    over it waits up to `wait_s` for the user's events to run (`room` then returns False: the caller
+    answers 429). A user with nothing queued always gets room."""
+
+    def __init__(self, max_bytes: int, wait_s: float, poll_s: float = 0.05):
+        self.max_bytes, self.wait_s, self.poll_s = max_bytes, wait_s, poll_s
+        self.pages: list = []            # each mounted page's gr.Blocks (app/web/server.py adds them)
+
+    def queued(self, username: str) -> tuple[int, int]:
+        """(events, body bytes) the user has joined that have not finished."""
+        n = size = 0
+        for blocks in self.pages:
+            for event in list(blocks._queue.event_ids_to_events.values()):
+                if event.username == username:
+                    n += 1
+                    scope = getattr(event.request, "scope", None) or {}
+                    size += body_cost("POST", dict(scope.get("headers") or []))
+        return n, size
+
+    async def room(self, username: str, cost: int) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.wait_s
+        while True:
+            n, size = self.queued(username)
+            if n == 0 or size + cost <= self.max_bytes:
+                return True
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(self.poll_s)

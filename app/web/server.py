@@ -246,6 +246,7 @@ def _mount_pages(app: FastAPI, ctx: WebContext, builders: dict) -> None:
         from app.web.faults import gradio_handlers
         blocks = keep_state(build(ctx))     # a user error: one line, every component kept as it was
         _slow_idle_polling(blocks)
+        app.state.queued_events.pages.append(blocks)     # one user's queued events bounded (app/web/guards.py)
         blocks.delete_cache = GRADIO_DELETE_CACHE
         gr.mount_gradio_app(app, blocks, path=f"/{page}", auth_dependency=_page_user(page),
                             head=SESSION_SCRIPT + _head(BY_PATH[page]),
@@ -274,6 +275,9 @@ def _page_user(page: str):
 def serve_forever(data_dir, db_url=None, host: str = "127.0.0.1", port: int = 7860,
                   secure_cookies: bool | None = None, settings: ServeSettings | None = None) -> None:
     import uvicorn
+
+    from app.web.malloc import return_large_buffers
+    return_large_buffers()             # request bodies' memory is given back, not kept (app/web/malloc.py)
     settings = settings or ServeSettings.from_env(host)
     app = build_app(data_dir, db_url, secure_cookies=secure_cookies, settings=settings)
     # X-Forwarded-For/-Proto are believed only from the proxies the admin names; by default from nobody,

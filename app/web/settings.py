@@ -35,6 +35,11 @@ class ServeSettings(BaseModel):
     max_body_bytes_per_user: int = Field(
         8 * 1024 * 1024, ge=64 * 1024, description="request-body bytes one user may have in flight at once "
                                                     "(declared Content-Length, or 2 MiB for a chunked body)")
+    max_queued_bytes_per_user: int = Field(
+        8 * 1024 * 1024, ge=64 * 1024, description="request-body bytes of the Gradio events one user has "
+                                                    "joined and that have not finished (they wait in the "
+                                                    "page's queue with their payload); a join over it waits "
+                                                    "up to `queue_wait_s`, then gets 429")
     queue_wait_s: float = Field(10.0, ge=0, le=300, description="how long a request over the per-user "
                                                                 "bounds waits for a slot before its 429")
     header_timeout_s: float = Field(10.0, gt=0, le=300, description="a connection must send its request "
