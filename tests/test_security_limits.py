@@ -107,6 +107,7 @@ def test_one_users_queued_event_bytes_are_bounded():
     room once they have run (app/web/limits.py QueuedEvents). Real Gradio objects: a page's Blocks, its
     Queue and the Events it keeps, so a Gradio release that moves them fails here, not in production."""
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     import gradio as gr
     from gradio.queueing import Event
@@ -142,8 +143,13 @@ def test_one_users_queued_event_bytes_are_bounded():
         for event in (first, second):                           # Gradio drops an event once it has run
             blocks._queue.event_ids_to_events.pop(event._id)
         assert await asyncio.wait_for(waiting, 2.0)             # 4 MB of 8: room
-    asyncio.run(scenario())
     lone = QueuedEvents(max_bytes=64 * 1024, wait_s=0.0)
     lone.pages.append(blocks)
-    blocks._queue.event_ids_to_events.clear()
-    assert asyncio.run(lone.room("cy", 2 * mb))                 # nothing queued: a lone event always fits
+
+    async def alone():
+        blocks._queue.event_ids_to_events.clear()
+        return await lone.room("cy", 2 * mb)                    # nothing queued: a lone event always fits
+    # a thread of its own: the browser tests' Playwright keeps an event loop running in this one
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, scenario()).result()
+        assert pool.submit(asyncio.run, alone()).result()
