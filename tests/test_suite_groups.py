@@ -35,8 +35,9 @@ def test_source_scan_agrees_with_pytest(request, tmp_path):
 
 def test_files_of_one_studio_are_one_unit():
     groups = file_groups()
+    uses = {name: studios_used(TESTS / name) for name in groups}     # each file parsed once
     for name in groups:
-        for studio in studios_used(TESTS / name):
-            same = [f for f in groups if studio in studios_used(TESTS / f)]
+        for studio in uses[name]:
+            same = [f for f in groups if studio in uses[f]]
             assert {unit_of(f"tests/{f}::t") for f in same} == {groups[name]}
     assert unit_of("tests/test_docs.py::test_x") == "tests/test_docs.py"      # a file of no studio: itself
