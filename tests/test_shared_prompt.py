@@ -146,16 +146,28 @@ def test_prefilled_generate_equals_plain_generate(family, video_mode, model_data
         assert torch.allclose(sa[finite], sb[finite], atol=1e-4)
 
 
-@pytest.mark.parametrize("family,video_mode,share", [("qwen2_5_vl", False, True), ("qwen2_5_vl", False, False),
-                                                     ("qwen2_vl", False, True), ("qwen3_vl", True, True)])
-def test_lean_decode_draws_what_generate_draws(family, video_mode, share, model_data, tmp_path, torch_one_thread):
+@pytest.mark.parametrize("family,video_mode,share,attention", [
+    ("qwen2_5_vl", False, True, "sdpa"), ("qwen2_5_vl", False, False, "sdpa"), ("qwen2_vl", False, True, "sdpa"),
+    ("qwen3_vl", True, True, "sdpa"), ("qwen2_5_vl", False, True, "eager")])
+def test_lean_decode_draws_what_generate_draws(family, video_mode, share, attention, model_data, tmp_path,
+                                               torch_one_thread):
     """The rollout's own decode loop (mvp_core/model/decode.py) from the prefill picks the very
     tokens generate picks from the same prefill and random state: sampling at temperature 1 and
-    0.7 and greedy, left-padded prompts, rows that stop at an end token padded after it."""
+    0.7 and greedy, left-padded prompts, rows that stop at an end token padded after it. Under SDPA
+    it hands the model its one-token steps' mask ready-made; under eager attention (whose mask is
+    another tensor) it keeps the padding mask."""
     from mvp_core.model import decode
     from mvp_core.model.sampler import SamplerSettings, sample
     model_dir, model, processor = _policy(tmp_path, family)
+    model.set_attn_implementation(attention)
     model.eval()
+    lm = shared_prompt.rope_owner(model).language_model
+    with torch.no_grad():                                   # a cache of two tokens, the first row's a pad
+        cache = lm(input_ids=torch.tensor([[5, 6], [7, 8]]), attention_mask=torch.tensor([[0, 1], [1, 1]]),
+                   use_cache=True).cache
+    step_mask = decode._StepMask(lm)
+    made = step_mask(torch.tensor([[0, 1, 1], [1, 1, 1]]), lm.embed_tokens(torch.tensor([[9], [9]])), cache)
+    assert made.shape == ((2, 1, 1, 3) if attention == "sdpa" else (2, 3)) and step_mask.same == (attention == "sdpa")
     seqs, _, pad, _ = _sequences(model_data, tmp_path, model_dir, processor, video_mode)
     owner = shared_prompt.rope_owner(model)
 

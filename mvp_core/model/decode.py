@@ -85,12 +85,49 @@ def _text_forward(model):
                          logits_to_keep=1).logits[:, -1]
         return whole
     embed = owner.get_input_embeddings()
+    step_mask = _StepMask(lm)
 
     def parts(ids, mask, positions, cache):
-        hidden = lm(input_ids=None, inputs_embeds=embed(ids), attention_mask=mask, position_ids=positions,
-                    cache=cache, use_cache=True).last_hidden_state
+        embeds = embed(ids)
+        hidden = lm(input_ids=None, inputs_embeds=embeds, attention_mask=step_mask(mask, embeds, cache),
+                    position_ids=positions, cache=cache, use_cache=True).last_hidden_state
         return head(hidden[:, -1:, :])[:, -1]
     return parts
+
+
+class _StepMask:
+    """The attention mask of a one-token step over the cache, handed to the language model ready-made.
+
+    With left-padded prompts transformers builds it each step from the 2-D padding mask through its mask
+    functions, which cost a sixth of the tiny policy's decode step (docs/grpo.md); under SDPA it is
+    the padding mask as a (B, 1, 1, cache length) boolean, which one indexing op gives, and a ready 4-D
+    mask is used as it is. The first step checks that transformers' own `create_causal_mask` gives this
+    very tensor for this model (its attention implementation, its layers' kinds), so SDPA sees the same
+    inputs and the tokens stay the same; where it does not, every step keeps the 2-D mask."""
+
+    def __init__(self, lm):
+        self.lm = lm
+        self.same = None                # unknown until the first padded step
+
+    def __call__(self, mask: torch.Tensor | None, embeds: torch.Tensor, cache):
+        if mask is None:
+            return None
+        ready = mask.bool()[:, None, None, :]
+        if self.same is None:
+            self.same = self._transformers_builds(ready, mask, embeds, cache)
+        return ready if self.same else mask
+
+    def _transformers_builds(self, ready, mask, embeds, cache) -> bool:
+        if getattr(self.lm, "has_sliding_layers", False):
+            return False
+        try:
+            from transformers.masking_utils import create_causal_mask
+            theirs = create_causal_mask(config=self.lm.config, inputs_embeds=embeds, attention_mask=mask, cache=cache,
+                                        position_ids=None)
+        except (ImportError, TypeError):         # a transformers whose mask function is called otherwise
+            return False
+        return isinstance(theirs, torch.Tensor) and theirs.dtype == ready.dtype and theirs.shape == ready.shape \
+            and bool(torch.equal(theirs, ready))
 
 
 def _vocab_size(model) -> int:
