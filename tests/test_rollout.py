@@ -65,6 +65,41 @@ def test_greedy_is_deterministic(tiny_policy, model_data):
     assert all(r["advantage"] == 0.0 for r in a)
 
 
+def test_each_prompt_runs_once_and_draws_what_generate_draws(tiny_policy, model_data):
+    """Rollouts prefill each puzzle's prompt once for its G answers (decode.sample_each): the language
+    model's prompt forward holds each puzzle's row once, where generate(num_return_sequences=G) holds it
+    G times; greedy answers are generate's, and the G sampled answers of a puzzle differ."""
+    import torch
+
+    from mvp_core.model.decode import sample_each
+    from mvp_core.model.prompt import PromptConfig, build_inputs
+    from mvp_core.model.sampler import SamplerSettings, sample
+    model, proc = tiny_policy
+    data, recs = model_data
+    inputs = build_inputs(proc, recs[:2], dir_loader(data), PromptConfig())
+    P = inputs["input_ids"].shape[1]
+    rows = []          # (rows, tokens) of each language-model forward
+
+    def record(module, args, kwargs):
+        rows.append(tuple(kwargs["inputs_embeds"].shape[:2]))
+    hook = model.model.language_model.register_forward_pre_hook(record, with_kwargs=True)
+    try:
+        with torch.inference_mode():
+            greedy = SamplerSettings(do_sample=False, max_new_tokens=10)
+            assert torch.equal(sample_each(model, inputs, greedy, 1), sample(model, inputs, greedy)[:, P:])
+            rows.clear()
+            torch.manual_seed(3)
+            drawn = sample_each(model, inputs, SamplerSettings(max_new_tokens=10), 4)
+            once = max(rows, key=lambda r: r[1])
+            rows.clear()
+            sample(model, inputs, SamplerSettings(max_new_tokens=10), num_return_sequences=4)
+            whole = max(rows, key=lambda r: r[1])
+    finally:
+        hook.remove()
+    assert once == (2, P - 1) and whole == (8, P)
+    assert drawn.shape[0] == 8 and all(len({tuple(r) for r in drawn[i:i + 4].tolist()}) > 1 for i in (0, 4))
+
+
 def test_parquet_merge_keeps_rows_once(tmp_path, rollout_rows):
     import pyarrow.parquet as pq
     rows, _ = rollout_rows

@@ -17,13 +17,31 @@ from __future__ import annotations
 
 import torch
 
-from mvp_core.model.sampler import SamplerSettings, placeholder_token_ids
-from mvp_core.train.shared_prompt import rope_owner
+from mvp_core.model.sampler import SamplerSettings, placeholder_token_ids, sample, token_ids
+from mvp_core.train.shared_prompt import prefill_repeated, rope_owner
 
 
 def supports(s: SamplerSettings) -> bool:
     """Whether this loop draws exactly what `sampler.sample` would under `s`."""
     return s.is_exact_policy()
+
+
+def sample_each(model, inputs: dict, s: SamplerSettings, n: int) -> torch.Tensor:
+    """n sampled completions of each prompt in `inputs` (processor outputs, left-padded), rows
+    [p0 x n, p1 x n, ...], as generate(num_return_sequences=n) gives them after the prompt (padded
+    after each row's end token), for rollouts and evaluation. Each prompt is prefilled once and its
+    cache repeated n times (generate runs the prompt, frames included, once per returned sequence),
+    then this loop draws; where the loop cannot reproduce `s`, or the model has no 3-D positions or
+    no pad token, generate itself."""
+    ids = token_ids(model)
+    eos = ids["eos_token_id"] if isinstance(ids["eos_token_id"], list) else [ids["eos_token_id"]]
+    eos, pad = frozenset(int(e) for e in eos if e is not None), ids["pad_token_id"]
+    if supports(s) and eos and pad is not None:
+        rows = inputs["input_ids"].shape[0]
+        pre = prefill_repeated(model, dict(inputs), [n] * rows)
+        if pre is not None:
+            return sample_from_prefill(model, pre[0], rope_owner(model).rope_deltas, s, int(pad), eos)
+    return sample(model, inputs, s, num_return_sequences=n)[:, inputs["input_ids"].shape[1]:]
 
 
 @torch.inference_mode()

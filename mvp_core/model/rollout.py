@@ -1,4 +1,5 @@
-"""Sample G answers per puzzle with HF `generate` and score each with the fine-grained reward.
+"""Sample G answers per puzzle (each prompt prefilled once, mvp_core/model/decode.py `sample_each`) and
+score each with the fine-grained reward.
 
 Frames come from the frame store through `load_frame(uri)` (no video decoding here). Work is
 resumable: pairs (puzzle id, sample index) in `done` are skipped, and a puzzle with some samples
@@ -17,8 +18,7 @@ from mvp_core.atomic import atomic_path
 from mvp_core.errors import UserError
 from mvp_core.train.loss import group_advantage_list
 from mvp_core.model.prompt import PromptConfig, build_inputs
-from mvp_core.model.sampler import (DEFAULT_MIN_P, DEFAULT_REPETITION_PENALTY, DEFAULT_TOP_K, SamplerSettings,
-                                    sample)
+from mvp_core.model.sampler import DEFAULT_MIN_P, DEFAULT_REPETITION_PENALTY, DEFAULT_TOP_K, SamplerSettings
 from mvp_core.puzzle import Puzzle
 from mvp_core.reward import DEFAULT_WEIGHTS, score_completion
 
@@ -102,10 +102,10 @@ def generate(model, processor, puzzles: list, load_frame, pcfg: PromptConfig, gc
         raise UserError(f"puzzle {ids}: cannot build the model inputs ({str(e).splitlines()[0]})") from None
     t1 = time.perf_counter()
     torch.manual_seed(_seed_for(gcfg.seed, "|".join(p["id"] if isinstance(p, dict) else p.id for p in puzzles)))
+    from mvp_core.model.decode import sample_each
     with torch.inference_mode():
-        out = sample(model, inputs, gcfg.sampler(), num_return_sequences=n)
+        new = sample_each(model, inputs, gcfg.sampler(), n)
     t2 = time.perf_counter()
-    new = out[:, inputs["input_ids"].shape[1]:]
     gen_cfg = model.generation_config
     eos = gen_cfg.eos_token_id if isinstance(gen_cfg.eos_token_id, list) else [gen_cfg.eos_token_id]
     pad = gen_cfg.pad_token_id

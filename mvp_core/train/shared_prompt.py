@@ -158,17 +158,32 @@ def prefill_for_generate(model, encs: list[dict], pad_id: int, device: torch.dev
     counts, starts, prompts = _unique_prompts(encs, pad_id, device, share)
     prompts.pop("completion_mask")
     prompts.pop("prompt_len")
+    out = prefill_repeated(model, prompts, counts)
+    if out is None:
+        return None
+    batch, outputs = out
+    if vision_out is not None:
+        vision_out.append(VisionFeatures([encs[s] for s in starts], {"image": getattr(outputs, "image_outputs", None),
+                                                                     "video": getattr(outputs, "video_outputs", None)}))
+    return batch
+
+
+def prefill_repeated(model, prompts: dict, counts: list[int]) -> tuple[dict, object] | None:
+    """(generate's inputs for each of the left-padded `prompts` repeated counts[i] times, with all but
+    its last token run once and its cache repeated: {input_ids, attention_mask, cache}; the forward's
+    output), the model's stored `rope_deltas` repeated alike; None where this does not apply (no
+    3-D rotary positions, or a prompt ending in a vision token)."""
+    owner = rope_owner(model)
+    if owner is None or not hasattr(owner, "rope_deltas") or "mm_token_type_ids" not in prompts:
+        return None
     if bool(prompts["mm_token_type_ids"][:, -1].any()):
         return None
     head = {k: (v[:, :-1] if k in ("input_ids", "attention_mask", "mm_token_type_ids") else v)
             for k, v in prompts.items()}
     owner.rope_deltas = None                     # computed afresh for these prompts by the forward
     out = model(**head, use_cache=True, logits_to_keep=1)
-    repeats = torch.tensor(counts, device=device)
+    repeats = torch.tensor(counts, device=prompts["input_ids"].device)
     cache = _repeat_rows(out.cache, repeats)
     owner.rope_deltas = owner.rope_deltas.repeat_interleave(repeats, dim=0)
-    if vision_out is not None:
-        vision_out.append(VisionFeatures([encs[s] for s in starts], {"image": getattr(out, "image_outputs", None),
-                                                                     "video": getattr(out, "video_outputs", None)}))
     return {"input_ids": prompts["input_ids"].repeat_interleave(repeats, dim=0),
-            "attention_mask": prompts["attention_mask"].repeat_interleave(repeats, dim=0), "cache": cache}
+            "attention_mask": prompts["attention_mask"].repeat_interleave(repeats, dim=0), "cache": cache}, out
