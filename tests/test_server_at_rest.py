@@ -53,6 +53,26 @@ def test_every_page_queue_polls_at_the_servers_interval():
     assert blocks._queue.progress_update_sleep_when_free == server.GRADIO_PROGRESS_IDLE_POLL_S
 
 
+def test_no_page_queue_summarises_its_events():
+    """Gradio's queue summarises its recorded events in a pandas table after each event for a monitoring
+    dashboard the pages turn off (app/web/server.py `_no_event_analytics`): a page's real Queue, given
+    events, keeps one record and returns the empty summary; a Gradio that renamed the knobs fails here."""
+    import gradio as gr
+
+    from app.web import server
+    with gr.Blocks() as blocks:
+        gr.Markdown("x")
+    queue = blocks._queue
+    records = [{"time": 0.0, "status": "success", "process_time": 0.01, "function": "f", "session_hash": "s"}] * 3
+    queue.events_recorded += 3
+    assert queue.compute_analytics_summary(records)["functions"]          # as Gradio ships: summarised
+    server._no_event_analytics(blocks)
+    queue.cached_event_analytics_summary = {"functions": {}}
+    queue.events_recorded += 3
+    assert queue.compute_analytics_summary(records) == {"functions": {}}
+    assert queue.ANALYTICS_MAX_EVENTS == server.GRADIO_ANALYTICS_KEPT
+
+
 def test_every_page_runs_its_events_eight_at_a_time(tmp_path):
     """The pages' queues take the server's concurrency (GRADIO_CONCURRENCY, given through Gradio's
     environment setting when the pages are built): a Gradio that stopped reading it fails here."""
@@ -63,3 +83,5 @@ def test_every_page_runs_its_events_eight_at_a_time(tmp_path):
     pages = [r.app.get_blocks() for r in app.routes if isinstance(r, Mount) and hasattr(r.app, "get_blocks")]
     assert len(pages) == len(server._page_builders())
     assert {b._queue.default_concurrency_limit for b in pages} == {int(server.GRADIO_CONCURRENCY)}
+    # and none summarises its events (test_no_page_queue_summarises_its_events)
+    assert {b._queue.ANALYTICS_MAX_EVENTS for b in pages} == {server.GRADIO_ANALYTICS_KEPT}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from pathlib import Path
 
 import gradio as gr
@@ -45,6 +46,11 @@ GRADIO_CONCURRENCY = "8"
 # and keep the server at rest under 1% of a core (docs/BENCHMARKS.md, "Server CPU at rest").
 GRADIO_QUEUE_IDLE_POLL_S = 0.05
 GRADIO_PROGRESS_IDLE_POLL_S = 0.1
+# After every event Gradio's queue summarises the events it recorded (up to 10,000) in a pandas table for its
+# monitoring dashboard, which the pages turn off (enable_monitoring=False): 5-17 ms of CPU an event, more as
+# the server ages (bench/gradio_event_analytics.py, docs/BENCHMARKS.md). Nothing reads the summary then, so
+# the queue keeps one record and never summarises.
+GRADIO_ANALYTICS_KEPT = 1
 HEAD = ('<link rel="icon" href="/favicon.ico"><link rel="stylesheet" href="/static/studio.css">'
         '<script src="/static/lightbox.js" defer></script>')   # any frame opens large (static/lightbox.js)
 
@@ -246,6 +252,7 @@ def _mount_pages(app: FastAPI, ctx: WebContext, builders: dict) -> None:
         from app.web.faults import gradio_handlers
         blocks = keep_state(build(ctx))     # a user error: one line, every component kept as it was
         _slow_idle_polling(blocks)
+        _no_event_analytics(blocks)
         app.state.queued_events.pages.append(blocks)     # one user's queued events bounded (app/web/guards.py)
         blocks.delete_cache = GRADIO_DELETE_CACHE
         gr.mount_gradio_app(app, blocks, path=f"/{page}", auth_dependency=_page_user(page),
@@ -262,6 +269,16 @@ def _slow_idle_polling(blocks: gr.Blocks) -> None:
                           ("progress_update_sleep_when_free", GRADIO_PROGRESS_IDLE_POLL_S)):
         if hasattr(queue, name):
             setattr(queue, name, seconds)
+
+
+def _no_event_analytics(blocks: gr.Blocks) -> None:
+    """Gradio has no setting to turn its per-event analytics off; its Queue keeps the two knobs as attributes
+    (its own spelling)."""
+    queue = getattr(blocks, "_queue", None)
+    if hasattr(queue, "ANAYLTICS_CACHE_FREQUENCY"):
+        queue.ANAYLTICS_CACHE_FREQUENCY = sys.maxsize          # events between two summaries: never
+    if hasattr(queue, "ANALYTICS_MAX_EVENTS"):
+        queue.ANALYTICS_MAX_EVENTS = GRADIO_ANALYTICS_KEPT
 
 
 def _page_user(page: str):
