@@ -5,9 +5,11 @@ tests/fixtures_web.py `login` does. Chromium's share of the suite's CPU is about
 side in one run: each variant runs in its own worker process (the driver and every Chromium process
 are its descendants, so wait4's rusage holds their CPU), interleaved over --repeats.
 
-Variants: `tests` = testkit.web.CHROMIUM_ARGS as the suite launches it; `one-renderer` adds flags
-that keep Chromium to one renderer process without site isolation; `reuse` is the tests' flags with
-one context reused for every load (what sharing a logged-in context across tests would save).
+Variants: `tests` = the tests' launch (testkit.web TEST_CHROMIUM, Debian's chromium-headless-shell, with
+CHROMIUM_ARGS); `full-chromium` = the same flags on /usr/bin/chromium, whose --headless is the whole browser
+without a window (the tests' launch before); `one-renderer` adds flags that keep Chromium to one renderer
+process without site isolation; `reuse` is the tests' launch with one context reused for every load (what
+sharing a logged-in context across tests would save). `--variants` picks some.
 With --compare OLD_TREE a second server runs from that tree and `tests` loads its pages too
 (`tests@compare`), interleaved with the rest: the server's CPU per page of this tree beside the old one's.
 
@@ -27,18 +29,20 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from testkit.measure import cpu_seconds, load_avg  # noqa: E402
-from testkit.web import CHROMIUM, CHROMIUM_ARGS, browser_login  # noqa: E402
+from testkit.web import CHROMIUM, CHROMIUM_ARGS, TEST_CHROMIUM, browser_login  # noqa: E402
 
 USER, PASSWORD = "ada", "ada-bench-password-1"
 ONE_RENDERER = ["--renderer-process-limit=1", "--disable-site-isolation-trials",
                 "--disable-features=site-per-process,IsolateOrigins,Translate,MediaRouter,OptimizationHints"]
-VARIANTS = {"tests": CHROMIUM_ARGS, "one-renderer": CHROMIUM_ARGS + ONE_RENDERER, "reuse": CHROMIUM_ARGS}
+VARIANTS = {"tests": (TEST_CHROMIUM, CHROMIUM_ARGS), "full-chromium": (CHROMIUM, CHROMIUM_ARGS),
+            "one-renderer": (TEST_CHROMIUM, CHROMIUM_ARGS + ONE_RENDERER), "reuse": (TEST_CHROMIUM, CHROMIUM_ARGS)}
 
 
 def worker(variant: str, url: str, page_path: str, loads: int) -> None:
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=VARIANTS[variant])
+        exe, args = VARIANTS[variant]
+        b = p.chromium.launch(executable_path=exe, headless=True, args=args)
         ctx = None
         for i in range(loads):
             if variant == "reuse" and ctx is not None:
@@ -81,6 +85,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--page", default="/train/")
     ap.add_argument("--compare", type=Path, help="an older tree, whose server's pages load beside this one's")
+    ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, from: " + ", ".join(VARIANTS))
     ap.add_argument("--worker")
     ap.add_argument("--url")
     a = ap.parse_args()
@@ -88,7 +93,7 @@ def main() -> int:
         worker(a.worker, a.url, a.page, a.loads)
         return 0
     trees = {"current": ROOT, **({"compare": a.compare.resolve()} if a.compare else {})}
-    runs = [(v, "current") for v in VARIANTS] + ([("tests", "compare")] if a.compare else [])
+    runs = [(v, "current") for v in a.variants.split(",")] + ([("tests", "compare")] if a.compare else [])
     with tempfile.TemporaryDirectory() as td:
         servers = {name: start_server(tree, Path(td) / name) for name, tree in trees.items()}
         try:

@@ -1,6 +1,6 @@
 """The served app as tests and benchmarks drive it: `mvp serve` as a subprocess on a free port, Debian's
-Chromium for Playwright, a browser login, and a login over plain HTTP as a browser does it (GET the form
-for its CSRF token, then POST)."""
+Chromium for Playwright (its headless build for the tests), a browser login, and a login over plain HTTP
+as a browser does it (GET the form for its CSRF token, then POST)."""
 from __future__ import annotations
 
 import os
@@ -15,7 +15,12 @@ import httpx
 
 from testkit.cli import ROOT, mvp_cmd
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = "/usr/bin/chromium"    # Debian's chromium: the benches' page timings (the browser a user runs)
+# The browser tests' Chromium: Debian's chromium-headless-shell, the same Chromium release in its headless
+# build (what Playwright itself launches headless). /usr/bin/chromium's --headless runs the whole browser
+# without a window, its tab-strip WebUI renderer included: twice the CPU a page load costs the suite
+# (bench/browser_page_cpu.py --variants tests,full-chromium; docs/BENCHMARKS.md).
+TEST_CHROMIUM = "/usr/bin/chromium-headless-shell"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 CSRF_RE = re.compile(r'name="csrf" value="([^"]+)"')

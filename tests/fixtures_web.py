@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from testkit.cli import run_mvp
 from testkit.store import store_answers  # noqa: F401  (shared with bench/web_rollouts.py)
-from testkit.web import (CHROMIUM, CHROMIUM_ARGS, Server, SharedLogins, browser_login,  # noqa: F401  (shared with bench/)
-                         free_port)
+from testkit.web import (CHROMIUM_ARGS, TEST_CHROMIUM, Server, SharedLogins,  # noqa: F401  (shared with bench/)
+                         browser_login, free_port)
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -103,9 +103,9 @@ def web_app(web_data):
 @pytest.fixture(scope="session")
 def browser():
     from playwright.sync_api import sync_playwright
-    assert Path(CHROMIUM).exists(), "install Debian's chromium: apt-get install -y chromium"
+    assert Path(TEST_CHROMIUM).exists(), "install Debian's headless chromium: apt-get install chromium-headless-shell"
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        b = p.chromium.launch(executable_path=TEST_CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield b
         b.close()
 
