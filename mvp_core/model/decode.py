@@ -30,8 +30,8 @@ def sample_each(model, inputs: dict, s: SamplerSettings, n: int) -> torch.Tensor
     """n sampled completions of each prompt in `inputs` (processor outputs, left-padded), rows
     [p0 x n, p1 x n, ...], as generate(num_return_sequences=n) gives them after the prompt (padded
     after each row's end token), for rollouts and evaluation. Each prompt is prefilled once and its
-    cache repeated n times (generate runs the prompt, frames included, once per returned sequence),
-    then this loop draws; where the loop cannot reproduce `s`, or the model has no 3-D positions or
+    cache repeated n times (generate runs the prompt's tokens once per returned sequence), then this
+    loop draws; where the loop cannot reproduce `s`, or the model has no 3-D positions or
     no pad token, generate itself."""
     ids = token_ids(model)
     eos = ids["eos_token_id"] if isinstance(ids["eos_token_id"], list) else [ids["eos_token_id"]]
@@ -117,7 +117,7 @@ class _StepMask:
     """The attention mask of a one-token step over the cache, handed to the language model ready-made.
 
     With left-padded prompts transformers builds it each step from the 2-D padding mask through its mask
-    functions, which cost a sixth of the tiny policy's decode step (docs/grpo.md); under SDPA it is
+    functions, about a tenth of the tiny policy's padded decode (docs/grpo.md); under SDPA it is
     the padding mask as a (B, 1, 1, cache length) boolean, which one indexing op gives, and a ready 4-D
     mask is used as it is. The first step checks that transformers' own `create_causal_mask` gives this
     very tensor for this model (its attention implementation, its layers' kinds), so SDPA sees the same
