@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from fixtures_web import RUN_ID, G, login, shot
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from sqlalchemy import select
 from testkit.web import dataframe_rows, wait_settled
 
@@ -38,7 +39,7 @@ def test_researcher_sees_a_videos_rollouts(web_app, open_as):
     want = f"{pid} · {RUN_ID} · model:"
     try:
         page.wait_for_selector(f"#ro-right .mvp-rollouts h4:has-text('{want}')", timeout=15000)
-    except Exception:       # say what the page showed instead
+    except PlaywrightTimeout:       # say what the page showed instead
         shown = page.evaluate("() => [...document.querySelectorAll('#ro-left h4, #ro-right h4')]"
                               ".map(h => h.innerText)")
         picked = [page.input_value(f"#{i} input") for i in ("ro-ckpt", "ro-ckpt2", "ro-video", "ro-puzzle")]

@@ -1,7 +1,7 @@
 """Gradio re-writes its components' `.pyi` type stubs on every import: for each of ~80 component classes,
 `gradio.component_meta.create_or_modify_pyi` reads the class's source, parses it with `ast` and compares
-it with the stub beside it. That is about 40% of `import gradio` (1.5 s of CPU of a server start here,
-docs/BENCHMARKS.md) and serves only type checkers, never the running app.
+it with the stub beside it. That is over a third of `import gradio` (3.4 -> 2.1 s of CPU here,
+bench/gradio_import.py, docs/BENCHMARKS.md) and serves only type checkers, never the running app.
 
 Hand-written because Gradio has no switch for it: an import hook that, when `gradio.component_meta` is
 loaded, replaces that one function with a no-op before any component class is made. If a Gradio release

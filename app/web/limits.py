@@ -246,9 +246,9 @@ class InFlight:
 # `InFlight` ends when Gradio's queue/join answers; the event then waits in the page's queue holding its
 # payload until it has run, and nothing bounded how many of one user's events (up to 2 MiB each) wait
 # there (docs/security.md, "Requests in flight"). Gradio bounds only the queue's length, for everyone
-# together, so this bounds one user's queued bytes. Gradio (6.x) offers no hook for it: its Queue keeps the unfinished events in
-# `event_ids_to_events` (an event leaves it when it has run or its session closed), each with the
-# `username` the page's auth dependency gave and the `request` that joined it.
+# together, so this bounds one user's queued bytes. Gradio (6.x) offers no hook for it: its Queue keeps
+# the unfinished events in `event_ids_to_events` (an event leaves it when it has run or its session
+# closed), each with the `username` the page's auth dependency gave and the `request` that joined it.
 JOIN = re.compile(r"^/[^/]+/gradio_api/queue/join$")
 
 

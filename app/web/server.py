@@ -47,7 +47,7 @@ GRADIO_CONCURRENCY = "8"
 GRADIO_QUEUE_IDLE_POLL_S = 0.05
 GRADIO_PROGRESS_IDLE_POLL_S = 0.1
 # After every event Gradio's queue summarises the events it recorded (up to 10,000) in a pandas table for its
-# monitoring dashboard, which the pages turn off (enable_monitoring=False): 5-17 ms of CPU an event, more as
+# monitoring dashboard, which the pages turn off (enable_monitoring=False): 7-20 ms of CPU an event, more as
 # the server ages (bench/gradio_event_analytics.py, docs/BENCHMARKS.md). Nothing reads the summary then, so
 # the queue keeps one record and never summarises.
 GRADIO_ANALYTICS_KEPT = 1

@@ -128,8 +128,8 @@ class _StepMask:
         self.same = None                # unknown until the first padded step
 
     def __call__(self, mask: torch.Tensor | None, embeds: torch.Tensor, cache):
-        if mask is None:
-            return None
+        if mask is None or self.same is False:
+            return mask
         ready = mask.bool()[:, None, None, :]
         if self.same is None:
             self.same = self._transformers_builds(ready, mask, embeds, cache)

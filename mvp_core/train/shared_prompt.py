@@ -151,10 +151,7 @@ def prefill_for_generate(model, encs: list[dict], pad_id: int, device: torch.dev
     given, receives the unique prompts' VisionFeatures (for the log-prob forward of the same step).
     transformers' Qwen-VL generate continues from a cache with the stored `rope_deltas` (its
     `_prepare_position_ids_for_generation`), which are set here for the repeated rows. None where
-    this does not apply (a prompt ending in a vision token): generate from scratch then."""
-    owner = rope_owner(model)
-    if owner is None or not hasattr(owner, "rope_deltas"):
-        return None
+    this does not apply (`prefill_repeated`'s rule): generate from scratch then."""
     counts, starts, prompts = _unique_prompts(encs, pad_id, device, share)
     prompts.pop("completion_mask")
     prompts.pop("prompt_len")
