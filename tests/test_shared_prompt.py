@@ -155,8 +155,10 @@ def test_lean_decode_draws_what_generate_draws(family, video_mode, share, attent
     tokens generate picks from the same prefill and random state: sampling at temperature 1 and
     0.7 and greedy, left-padded prompts, rows that stop at an end token padded after it. Under SDPA
     it hands the model its one-token steps' mask ready-made; under eager attention (whose mask is
-    another tensor) it keeps the padding mask."""
-    from mvp_core.model import decode
+    another tensor) it keeps the padding mask. Its cache has room for the new tokens (no copy a step), and
+    its decoder layers run as plain calls where they match the model's own forward."""
+    from mvp_core.model import decode, lean_step
+    from mvp_core.model.kv_room import RoomyLayer
     from mvp_core.model.sampler import SamplerSettings, sample
     model_dir, model, processor = _policy(tmp_path, family)
     model.set_attn_implementation(attention)
@@ -180,6 +182,8 @@ def test_lean_decode_draws_what_generate_draws(family, video_mode, share, attent
             pre = shared_prompt.prefill_for_generate(model, seqs, pad, torch.device("cpu"), share=share)
             torch.manual_seed(11)
             b = decode.sample_from_prefill(model, pre, owner.rope_deltas, s, pad, frozenset(eos))
+        # the loop wrote each step into the room made for it, in place (mvp_core/model/kv_room.py)
+        assert all(isinstance(layer, RoomyLayer) for layer in pre["cache"].layers)
         return a, b
 
     free, _ = both(SamplerSettings(max_new_tokens=12), {pad})
@@ -189,6 +193,10 @@ def test_lean_decode_draws_what_generate_draws(family, video_mode, share, attent
               SamplerSettings(do_sample=False, max_new_tokens=12)):
         a, b = both(s, eos)
         assert torch.equal(a, b), (s, a, b)
+    # the decoder layers ran as plain calls where the first step matched the model's own forward bit for bit
+    # (lean_step.py): the Qwen2 layer shape under SDPA; Qwen3-VL's query/key norms and eager attention keep it
+    lean = (family, attention) in {("qwen2_5_vl", "sdpa"), ("qwen2_vl", "sdpa")}
+    assert lean_step.LAST_CHECK.get(lm) is (True if lean else None)
     a, _ = both(SamplerSettings(max_new_tokens=12), eos)
     ended = [any(int(t) in eos for t in row[:-1]) for row in a]
     assert any(ended) and not all(ended) and len({tuple(r.tolist()) for r in a}) > 1

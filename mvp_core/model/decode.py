@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import torch
 
+from mvp_core.model.kv_room import with_room
+from mvp_core.model.lean_step import LeanStep
 from mvp_core.model.sampler import SamplerSettings, placeholder_token_ids, sample, token_ids
 from mvp_core.train.shared_prompt import prefill_repeated, rope_owner
 
@@ -53,7 +55,8 @@ def sample_from_prefill(model, batch: dict, rope_deltas: torch.Tensor, s: Sample
     `rope_deltas` (B, 1) the multimodal position offsets the prefill computed."""
     if not supports(s):
         raise ValueError(f"decode.sample_from_prefill cannot reproduce {', '.join(s.off_policy_settings())}")
-    ids, mask, cache = batch["input_ids"], batch["attention_mask"], batch["cache"]
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    cache = with_room(batch["cache"], s.max_new_tokens)     # each step writes in place (kv_room.py)
     B, device = ids.shape[0], ids.device
     # generate leaves the mask out when nothing is padded (and so must this loop, to compute the same
     # attention); its positions are the prompt's text positions plus the stored deltas, +1 per token
@@ -93,7 +96,8 @@ def _text_forward(model):
     """`f(ids, mask, positions, cache)` -> the next-token logits (B, V): the multimodal model's
     forward for a text-only step, which embeds the ids, runs its language model and the head on
     the last position. Called on those parts directly where the model exposes them (the Qwen-VL
-    families): the wrapper's multimodal bookkeeping is a fifth of a small policy's decode step."""
+    families): the wrapper's multimodal bookkeeping is a fifth of a small policy's decode step, and
+    the decoder modules' own wrappers a sixth of the rest (lean_step.py)."""
     owner = rope_owner(model)
     lm = getattr(owner, "language_model", None)
     head = model.get_output_embeddings()
@@ -104,11 +108,14 @@ def _text_forward(model):
         return whole
     embed = owner.get_input_embeddings()
     step_mask = _StepMask(lm)
+    lean = LeanStep(lm)
 
     def parts(ids, mask, positions, cache):
         embeds = embed(ids)
-        hidden = lm(input_ids=None, inputs_embeds=embeds, attention_mask=step_mask(mask, embeds, cache),
-                    position_ids=positions, cache=cache, use_cache=True).last_hidden_state
+        step = step_mask(mask, embeds, cache)
+        hidden = lean(embeds, step, positions, cache,
+                      lambda: lm(input_ids=None, inputs_embeds=embeds, attention_mask=step, position_ids=positions,
+                                 cache=cache, use_cache=True).last_hidden_state)
         return head(hidden[:, -1:, :])[:, -1]
     return parts
 
