@@ -21,7 +21,8 @@ before = set(threading.enumerate())
 build_app(sys.argv[1])
 for t in set(threading.enumerate()) - before:
     t.join(120)
-import gradio.blocks_events, gradio.component_meta
+import gc, gradio, gradio.blocks_events, gradio.component_meta
+print(sorted({b.analytics_enabled for b in gc.get_objects() if isinstance(b, gradio.Blocks)}))
 print(gradio.component_meta.create_or_modify_pyi.__name__, gradio.blocks_events.create_or_modify_pyi.__name__)
 print(sorted(m for m in ('torch', 'transformers', 'ray', 'datasets', 'plotly') if m in sys.modules))
 """
@@ -36,6 +37,8 @@ def test_the_built_server_imports_no_training_code(tmp_path):
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout[-2000:]
     # nor does it re-write Gradio's type stubs (app/web/gradio_stubs.py): every component was made without it
     assert out.stdout.strip().splitlines()[-2] == "_no_stubs _no_stubs", out.stdout[-2000:]
+    # nor does any page ask the package index for Gradio's latest version (common.py `page_blocks`)
+    assert out.stdout.strip().splitlines()[-3] == "[False]", out.stdout[-2000:]
 
 
 def test_every_page_queue_polls_at_the_servers_interval():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from app.web.common import WebContext, filled, guard, msg_html, nav_html
+from app.web.common import WebContext, filled, guard, msg_html, nav_html, page_blocks
 from db.models.curation import ROLES
 from mvp_core.errors import UserError
 
@@ -101,7 +101,7 @@ def overview_html(ctx: WebContext) -> str:
 
 
 def build(ctx: WebContext) -> gr.Blocks:
-    with gr.Blocks(title="MVP Studio · Admin") as demo:
+    with page_blocks("Admin") as demo:
         nav = gr.HTML()
         gr.Markdown("## Curation overview")
         overview = gr.HTML(elem_id="admin-overview")

@@ -20,7 +20,7 @@ import json
 import gradio as gr
 from sqlalchemy import select
 
-from app.web.common import WebContext, guard, nav_html
+from app.web.common import WebContext, guard, nav_html, page_blocks
 from app.web.pages.curate.view import (
     DEFAULT_REASON,
     HELP_HTML,
@@ -302,7 +302,7 @@ def build(ctx: WebContext) -> gr.Blocks:
     (app/web/pages/curate/api.py), so a verdict is one fetch instead of a Gradio queue/SSE round trip plus a
     re-render. Their gr.HTML values never change, so Gradio never redraws over what the script put
     there."""
-    with gr.Blocks(title="MVP Studio · Curate") as demo:
+    with page_blocks("Curate") as demo:
         nav = gr.HTML(elem_id="mvp-nav-bar")
         gr.HTML(VIEW_SWITCH_HTML, elem_id="mvp-viewswitch-box")
         # the gallery view (app/web/pages/curate/view_switch.js shows one of the two); gallery.js

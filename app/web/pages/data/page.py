@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import gradio as gr
 
-from app.web.common import WebContext, esc, form_number, guard, msg_html, nav_html, whole_number
+from app.web.common import WebContext, esc, form_number, guard, msg_html, nav_html, page_blocks, whole_number
 from app.web.pages.data import ops
 from mvp_core.errors import UserError
 from mvp_core.export.formats import FORMATS
@@ -39,7 +39,7 @@ def _synth_inputs() -> list:
 
 
 def build(ctx: WebContext) -> gr.Blocks:
-    with gr.Blocks(title="MVP Studio · Data") as demo:
+    with page_blocks("Data") as demo:
         ui = _layout()
         refresh_all, outs_all = _refresher(ctx, ui)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import gradio as gr
 from sqlalchemy import select
 
-from app.web.common import WebContext, guard, nav_html
+from app.web.common import WebContext, guard, nav_html, page_blocks
 from app.web.templating import render
 from db.models.curation import STATUSES, User
 from db.review.gallery import SORTS
@@ -52,7 +52,7 @@ def panel_html(ctx: WebContext) -> str:
 def build(ctx: WebContext) -> gr.Blocks:
     """Gradio draws the navigation; the panel, grid, bulk bar and pager are plain <div>s the script
     fills from the JSON API, so a filter change is one fetch, not a Gradio round trip."""
-    with gr.Blocks(title="MVP Studio · Gallery") as demo:
+    with page_blocks("Gallery") as demo:
         nav = gr.HTML(elem_id="mvp-nav-bar")
         gr.HTML('<div id="mvp-gallery" data-gallery-api="/gallery/api/"></div>', elem_id="mvp-gallery-box")
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from app.web.common import WebContext, esc, guard, msg_html, nav_html
+from app.web.common import WebContext, esc, guard, msg_html, nav_html, page_blocks
 from app.web.pages.rollouts import eval as rollouts_eval, steer as rollouts_steer
 from app.web.pages.rollouts import choices as picks
 from app.web.pages.rollouts import playground as rollouts_playground, table as rollouts_table
@@ -219,7 +219,7 @@ def wire(demo: gr.Blocks, ui: RolloutsUI, h: RolloutsHandlers):
 
 def build(ctx: WebContext) -> gr.Blocks:
     db_url = ctx.Session.kw["bind"].url.render_as_string(hide_password=False)
-    with gr.Blocks(title="MVP Studio · Rollouts") as demo:
+    with page_blocks("Rollouts") as demo:
         ui = build_controls()
         table = rollouts_table.build_table()     # every puzzle's answers; a row opens it in the view above
         playground = rollouts_playground.build_playground()

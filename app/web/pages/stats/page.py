@@ -8,7 +8,7 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from app.web.common import WebContext, esc, guard, nav_html
+from app.web.common import WebContext, esc, guard, nav_html, page_blocks
 from app.web.pages.stats import eval as stats_eval
 from app.web.svg_chart import bar_chart
 
@@ -129,7 +129,7 @@ def human_html(ctx: WebContext) -> str:
 
 
 def build(ctx: WebContext) -> gr.Blocks:
-    with gr.Blocks(title="MVP Studio · Stats") as demo:
+    with page_blocks("Stats") as demo:
         nav = gr.HTML()
         refresh = gr.Button("Refresh", elem_id="stats-refresh")
         humans = gr.HTML(elem_id="stats-humans")

@@ -19,7 +19,7 @@ import gradio as gr
 
 from app.web import jobs as train_jobs
 from app.web.common import (WebContext, esc, filled, form_number, guard, msg_html, nav_html, on_latest,
-                            sections_in_one, whole_number)
+                            page_blocks, sections_in_one, whole_number)
 from app.web.pages.train import signals, splits as split_ui
 from app.web.svg_chart import line_chart
 from mvp_core.errors import UserError
@@ -323,7 +323,7 @@ def build(ctx: WebContext) -> gr.Blocks:
     (docs/BENCHMARKS.md, "Pages"). The Rollouts page loads the same way."""
     from app.web.pages.train import compare as train_compare, explore as train_explore
     from app.web.pages.train import resume as train_resume, runs as train_runs
-    with gr.Blocks(title="MVP Studio · Train") as page:
+    with page_blocks("Train") as page:
         nav = gr.HTML()
         f = build_form()
         runs_ui = train_runs.build_runs_section(ctx)
