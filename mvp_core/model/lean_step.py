@@ -33,13 +33,18 @@ class LeanStep:
         self.lm = lm
         self.rotary = _shape_known(lm)
         self.same = None if self.rotary is not None else False      # unknown until this call's first step
+        if self.rotary is not None:
+            from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+            self.attend = ALL_ATTENTION_FUNCTIONS["sdpa"]
+            self.skipped = _skipped_modules(lm)
 
     def __call__(self, embeds: torch.Tensor, mask: torch.Tensor | None, positions: torch.Tensor, cache, own):
-        if self.same is False or (mask is not None and mask.dim() != 4) or not _croppable(cache) \
-                or _hooked(self.lm):
+        if self.same is False or (mask is not None and mask.dim() != 4) or _hooked(self.skipped):
             return own()
         if self.same:
             return self._forward(embeds, mask, positions, cache)
+        if not _croppable(cache):                         # the check needs to take the step back
+            return own()
         mine = self._forward(embeds, mask, positions, cache)
         for layer in cache.layers:                        # the reference runs on the same cache
             layer.crop(-embeds.shape[1])
@@ -48,9 +53,7 @@ class LeanStep:
         return theirs
 
     def _forward(self, embeds, mask, positions, cache) -> torch.Tensor:
-        from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-        lm = self.lm
-        attend = ALL_ATTENTION_FUNCTIONS["sdpa"]
+        lm, attend = self.lm, self.attend
         cos, sin = lm.rotary_emb(embeds, positions)
         h = embeds
         b, q_len, _ = h.shape
@@ -85,14 +88,19 @@ def _shape_known(lm):
     return getattr(sys.modules.get(type(layers[0].self_attn).__module__), "apply_rotary_pos_emb", None)
 
 
-def _hooked(lm) -> bool:
-    """Whether a hook would run on a module whose call the lean step skips (the language model, its layers,
-    their attention and its projections), or on every module."""
+def _skipped_modules(lm) -> list[nn.Module]:
+    """The modules whose call the lean step skips: the language model, its layers, their attention and its
+    projections."""
+    return [lm, *lm.layers, *(layer.self_attn for layer in lm.layers),
+            *(getattr(layer.self_attn, n) for layer in lm.layers for n in _PROJECTIONS)]
+
+
+def _hooked(skipped: list[nn.Module]) -> bool:
+    """Whether a hook would run on one of the `skipped` modules, or on every module (checked each step:
+    energy steering may hook a layer between calls)."""
     if _module._global_forward_hooks or _module._global_forward_pre_hooks:
         return True
-    mods = [lm, *lm.layers, *(layer.self_attn for layer in lm.layers),
-            *(getattr(layer.self_attn, n) for layer in lm.layers for n in _PROJECTIONS)]
-    return any(m._forward_hooks or m._forward_pre_hooks for m in mods)
+    return any(m._forward_hooks or m._forward_pre_hooks for m in skipped)
 
 
 def _croppable(cache) -> bool:
