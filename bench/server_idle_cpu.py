@@ -30,6 +30,20 @@ def start(tree: Path, data: Path) -> tuple[subprocess.Popen, str]:
     return proc, f"http://127.0.0.1:{port}/login"
 
 
+def wait_up(proc: subprocess.Popen, url: str, name: str, timeout_s: float = 120.0) -> None:
+    """Return once `url` (the server's /login) answers; exit with one line if the server exits or stays silent."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=5)
+            return
+        except OSError:
+            if proc.poll() is not None:
+                raise SystemExit(f"{name}: mvp serve exited with {proc.returncode}")
+            time.sleep(0.05)
+    raise SystemExit(f"{name}: mvp serve did not answer /login in {timeout_s:.0f} s")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--compare", type=Path, help="an older tree, started beside this one")
@@ -40,14 +54,7 @@ def main() -> int:
         procs = {name: start(tree, Path(td) / name) for name, tree in trees.items()}
         try:
             for name, (proc, url) in procs.items():
-                for _ in range(600):
-                    try:
-                        urllib.request.urlopen(url, timeout=2)
-                        break
-                    except OSError:
-                        if proc.poll() is not None:
-                            raise SystemExit(f"{name}: mvp serve exited")
-                        time.sleep(0.2)
+                wait_up(proc, url, name)
             time.sleep(2)
             before = {name: cpu_seconds(p.pid) for name, (p, _) in procs.items()}
             time.sleep(args.seconds)

@@ -10,14 +10,12 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.server_idle_cpu import start  # noqa: E402
+from bench.server_idle_cpu import start, wait_up  # noqa: E402
 from testkit.measure import cpu_seconds, load_avg  # noqa: E402
 
 
@@ -25,16 +23,8 @@ def one_start(tree: Path, data: Path) -> float:
     """CPU seconds of a server from `tree` on the new directory `data` when /login first answers 200."""
     proc, url = start(tree, data)
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            if proc.poll() is not None:
-                raise SystemExit(f"the server from {tree} exited with {proc.returncode}")
-            try:
-                if urllib.request.urlopen(url, timeout=5).status == 200:
-                    return cpu_seconds(proc.pid)
-            except OSError:
-                time.sleep(0.05)
-        raise SystemExit(f"the server from {tree} did not answer /login in 120 s")
+        wait_up(proc, url, str(tree))
+        return cpu_seconds(proc.pid)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
