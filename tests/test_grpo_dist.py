@@ -46,7 +46,9 @@ def torchrun_runs(tiny_model_dir, model_data, tmp_path_factory):
         return tiny_overrides(tiny_model_dir, data, fsdp, max_steps=steps, save_steps=1, max_completion_length=4,
                               fsdp="true")
     calls = [
-        ["train", *tiny_overrides(tiny_model_dir, data, ddp, max_steps=2, save_steps=2, max_completion_length=6)],
+        # each rank's 8 completions in one micro-batch: the rollout decodes from the loss's prompt forward
+        ["train", *tiny_overrides(tiny_model_dir, data, ddp, max_steps=2, save_steps=2, max_completion_length=6,
+                                  per_device_train_batch_size=8, gradient_accumulation_steps=1)],
         ["sft", *sft_settings(tiny_model_dir, data, sft, per_device_train_batch_size=2)],
         ["train", *fsdp_args(1)],
     ]

@@ -193,3 +193,20 @@ def test_resume_with_more_steps_follows_the_new_schedule(grpo_settings, tmp_path
     assert m[1]["lr"] == pytest.approx(1e-3 * lr_factor(1, cfg2)) == pytest.approx(5e-4)
     w1, w2 = _weights(run, 1), _weights(run, 2)
     assert any(not torch.equal(w1[k], w2[k]) for k in w1), "step 2 did not change the weights"
+
+
+def test_a_step_runs_its_prompts_once_for_the_rollout_and_the_loss(grpo_settings, tiny_model_dir, tmp_path):
+    """Where the loss takes the whole step in one micro-batch, the rollout decodes from the loss's own prompt
+    forward (loop.one_prompt_pass): the vision tower, trained here, runs once a step. Cut into two
+    micro-batches, the rollout prefills on its own and each micro-batch runs its prompts: three times."""
+    from mvp_core.model.policy import load_policy
+    from mvp_core.train.model_setup import find_visual
+    for accum, per_step in ((1, 1), (2, 3)):
+        model, processor = load_policy(tiny_model_dir, dtype="float32")
+        calls = []
+        find_visual(model).register_forward_hook(lambda *a: calls.append(1))
+        cfg = load_config(None, grpo_settings(tmp_path / f"accum{accum}", gradient_accumulation_steps=accum,
+                                              freeze_vision="false", beta=0.0, max_steps=2, save_steps=2))
+        summary = train(cfg, policy=(model, processor))
+        assert summary["step"] == 2 and len(calls) == 2 * per_step, (accum, len(calls))
+        assert all(m["grad_norm"] is not None for m in read_metrics(summary["run_dir"]))

@@ -251,3 +251,44 @@ def test_frozen_vision_features_of_the_prefill_give_bit_equal_logps(family, vide
     with torch.no_grad():
         reused(model, seqs[:5], comps[:5], pad, eos)
     assert len(calls) > 2 * per_run
+
+
+@pytest.mark.parametrize("family,video_mode", [("qwen2_5_vl", False), ("qwen3_vl", True)])
+def test_one_prompt_pass_serves_the_decode_and_the_loss(family, video_mode, model_data, tmp_path, torch_one_thread):
+    """The step's prompt forward with gradient (shared_prompt.PromptPass) serves both halves of a GRPO step:
+    the decode loop samples from its detached cache and last logits (greedy here: each drawn token is the
+    loss's own argmax at its position), its own cache is left as it was, and the loss that takes it has
+    the log-probs and gradient of running the prompts again, bit for bit. It is taken once, and only for
+    the very sequences it ran."""
+    from mvp_core.model import decode
+    from mvp_core.model.sampler import SamplerSettings, placeholder_token_ids
+    model_dir, model, processor = _policy(tmp_path, family)
+    seqs, _, pad, _ = _sequences(model_data, tmp_path, model_dir, processor, video_mode)
+    eos = frozenset({processor.tokenizer.eos_token_id})
+    one = shared_prompt.prompt_pass(model, seqs, pad, torch.device("cpu"))
+    P = one.prompts["input_ids"].shape[1]
+    rows, first, deltas = one.decode_inputs(10)
+    assert rows["input_ids"].shape[0] == len(seqs) and first.shape[0] == len(seqs)
+    with torch.no_grad():
+        new = decode.sample_from_prefill(model, rows, deltas, SamplerSettings(do_sample=False, max_new_tokens=10), pad,
+                                         eos, first_scores=first)
+    assert all(layer.keys.shape[-2] == P and layer.keys.requires_grad for layer in one.head.cache.layers)
+    comps = [batching.trim_completion(row, eos) for row in new]
+    assert len({int(c.numel()) for c in comps}) >= 1 and all(c.numel() for c in comps)
+    with torch.no_grad():                  # greedy: every drawn token is the loss's argmax at its position
+        logits, b = _shared(model, seqs, comps, pad, eos)
+        logits[..., placeholder_token_ids(model)] = float("-inf")
+        ids, mask = b["input_ids"][:, -logits.shape[1]:], b["completion_mask"].bool()
+        assert torch.equal(logits.argmax(-1)[mask], ids[mask])
+
+    def taken(m, s, c, p, e):
+        return shared_prompt.completion_logits(m, s, c, p, torch.device("cpu"), e, prompt_pass=one)
+    lp_taken, g_taken = _logps_and_grad(model, taken, seqs, comps, pad, eos)
+    assert one.head is None                                            # taken once
+    lp_again, g_again = _logps_and_grad(model, _shared, seqs, comps, pad, eos)
+    assert torch.equal(lp_taken, lp_again) and torch.equal(g_taken, g_again) and g_again.norm() > 0
+    # other sequences than the pass's (a micro-batch cutting the step): the loss runs its own prompts
+    other = shared_prompt.prompt_pass(model, seqs, pad, torch.device("cpu"))
+    lp_cut, _ = _logps_and_grad(model, lambda m, s, c, p, e: shared_prompt.completion_logits(
+        m, s, c, p, torch.device("cpu"), e, prompt_pass=other), seqs[:5], comps[:5], pad, eos)
+    assert other.head is not None and torch.allclose(lp_cut, lp_again[:5, :lp_cut.shape[1]], atol=1e-4)

@@ -48,11 +48,13 @@ def sample_each(model, inputs: dict, s: SamplerSettings, n: int) -> torch.Tensor
 
 @torch.inference_mode()
 def sample_from_prefill(model, batch: dict, rope_deltas: torch.Tensor, s: SamplerSettings, pad_id: int,
-                        eos_ids: frozenset) -> torch.Tensor:
+                        eos_ids: frozenset, first_scores: torch.Tensor | None = None) -> torch.Tensor:
     """The sampled tokens (B, T), T <= s.max_new_tokens, rows that ended padded with `pad_id` after
     their end token, as generate's output after the prompt. `batch` holds the whole left-padded
     prompts (`input_ids`, `attention_mask`) and a `cache` of all but their last token;
-    `rope_deltas` (B, 1) the multimodal position offsets the prefill computed."""
+    `rope_deltas` (B, 1) the multimodal position offsets the prefill computed. With `first_scores`
+    (B, V), the next-token logits at the prompts' last position, the cache holds the whole prompts
+    and the first token is drawn from those logits (the step's prompt pass, shared_prompt.PromptPass)."""
     if not supports(s):
         raise ValueError(f"decode.sample_from_prefill cannot reproduce {', '.join(s.off_policy_settings())}")
     ids, mask = batch["input_ids"], batch["attention_mask"]
@@ -70,8 +72,11 @@ def sample_from_prefill(model, batch: dict, rope_deltas: torch.Tensor, s: Sample
     step_ids = ids[:, -1:]
     forward = _text_forward(model)
     out = []
-    for _ in range(s.max_new_tokens):
-        scores = forward(step_ids, mask if keep_mask else None, position, cache)
+    for i in range(s.max_new_tokens):
+        if i == 0 and first_scores is not None:
+            scores = first_scores
+        else:
+            scores = forward(step_ids, mask if keep_mask else None, position, cache)
         scores = scores.to(dtype=torch.float32, copy=True)
         scores = torch.where(suppress[:scores.shape[-1]], -float("inf"), scores)
         if s.do_sample:

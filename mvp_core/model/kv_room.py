@@ -11,6 +11,8 @@ A subclass of transformers' own layer rather than a cache of our own: the model'
 `keys` as before."""
 from __future__ import annotations
 
+import copy
+
 import torch
 from transformers.cache_utils import DynamicLayer
 
@@ -20,10 +22,14 @@ class RoomyLayer(DynamicLayer):
 
     def take(self, layer: DynamicLayer, room: int) -> RoomyLayer:
         """This layer holding `layer`'s keys and values, with room for `room` more positions."""
-        self.device = layer.keys.device
-        self._k = _with_room(layer.keys, room)
-        self._v = _with_room(layer.values, room)
-        self.keys, self.values = self._fill(layer.keys.shape[-2])
+        return self.hold(layer.keys, layer.values, room)
+
+    def hold(self, keys: torch.Tensor, values: torch.Tensor, room: int) -> RoomyLayer:
+        """This layer holding a copy of `keys` and `values`, with room for `room` more positions."""
+        self.device = keys.device
+        self._k = _with_room(keys, room)
+        self._v = _with_room(values, room)
+        self.keys, self.values = self._fill(keys.shape[-2])
         self.is_initialized = True
         return self
 
@@ -62,3 +68,17 @@ def with_room(cache, room: int):
         if type(layer) is DynamicLayer and layer.is_initialized and layer.keys is not None and layer.keys.dim() == 4:
             layers[i] = RoomyLayer().take(layer, room)
     return cache
+
+
+def roomy_copy(cache, repeats: torch.Tensor, room: int):
+    """A new cache beside `cache` (left as it is, its tensors may carry gradient): each layer's keys and
+    values detached, row i repeated repeats[i] times, with room for `room` more positions. Every layer
+    must be a filled plain dynamic layer."""
+    layers = getattr(cache, "layers", None)
+    if not layers or not all(type(layer) is DynamicLayer and layer.is_initialized for layer in layers):
+        raise ValueError("roomy_copy needs a cache of filled dynamic layers")
+    out = copy.copy(cache)
+    out.layers = [RoomyLayer().hold(layer.keys.detach().repeat_interleave(repeats, dim=0),
+                                    layer.values.detach().repeat_interleave(repeats, dim=0), room)
+                  for layer in layers]
+    return out

@@ -94,6 +94,7 @@ class StepContext:
         self.cfg, self.info, self.train_model, self.model, self.ref = cfg, info, train_model, model, ref
         self.processor, self.eos_ids, self.pad_id, self.bf16 = processor, eos_ids, pad_id, bf16
         self.vision = None      # the rollout prefill's features of a frozen vision tower (reuses_vision)
+        self.prompt_pass = None  # the step's one prompt forward, for the rollout and the loss (one_prompt_pass)
         self.timer = {"generate": 0.0, "score": 0.0, "logprob": 0.0, "backward": 0.0, "optimizer": 0.0,
                       "other": 0.0}
 
@@ -136,6 +137,7 @@ def rollout(ctx: StepContext, puzzles: list, data) -> Rollout:
     t = time.perf_counter()
     encs = [data.encode(p, ctx.processor) for p in puzzles]
     seq_encs = [e for e in encs for _ in range(ctx.cfg.num_generations)]
+    ctx.prompt_pass = one_prompt_pass(ctx, seq_encs)
     completions = generate(ctx, seq_encs)
     ctx.lap("generate", t)
     return Rollout(seq_encs, completions)
@@ -184,6 +186,7 @@ def policy_gradient(ctx: StepContext, roll: Rollout, my_adv: torch.Tensor) -> tu
             out, entropy, mask = _micro_batch_backward(ctx, encs, comps, my_adv[list(idx)], ref_logps, len(chunks),
                                                        dapo_norm)
         _add_stats(stats, out, entropy, mask)
+    ctx.prompt_pass = None
     return stats, n_tokens_local
 
 
@@ -191,7 +194,8 @@ def _micro_batch_backward(ctx: StepContext, encs: list[dict], comps: list[torch.
                           ref_logps, n_chunks: int, dapo_norm: float):
     cfg = ctx.cfg
     t = time.perf_counter()
-    logps, entropy, mask = completion_logps(ctx, ctx.train_model, encs, comps, with_entropy=True)
+    logps, entropy, mask = completion_logps(ctx, ctx.train_model, encs, comps, with_entropy=True,
+                                            prompt_pass=ctx.prompt_pass)
     out = grpo_loss(logps, logps.detach(), adv.to(logps.device), mask,
                     loss_type=cfg.loss_type, epsilon=cfg.epsilon, epsilon_high=cfg.eps_high,
                     beta=cfg.beta, ref_logps=ref_logps, max_completion_length=cfg.max_completion_length,
@@ -225,6 +229,11 @@ def generate(ctx: StepContext, seq_encs: list[dict]) -> list[torch.Tensor]:
     # stop tokens the one end-of-sequence rule (model_setup.end_ids), the token SFT targets end with
     settings = SamplerSettings.from_config(cfg)
     with ctx.autocast(), D.gathered_for_generate(gen_model):
+        if ctx.prompt_pass is not None:        # decoded from the step's prompt forward (one_prompt_pass)
+            rows, first, deltas = ctx.prompt_pass.decode_inputs(settings.max_new_tokens)
+            new = decode.sample_from_prefill(gen_model, rows, deltas, settings, ctx.pad_id, ctx.eos_ids,
+                                             first_scores=first).clone()
+            return [batching.trim_completion(row.cpu(), ctx.eos_ids) for row in new]
         # each puzzle's prompt prefilled once for its G samples (shared_prompt.py), or every row's whole
         vision: list = []
         batch = shared_prompt.prefill_for_generate(gen_model, seq_encs, ctx.pad_id, ctx.info.device,
@@ -246,11 +255,12 @@ def generate(ctx: StepContext, seq_encs: list[dict]) -> list[torch.Tensor]:
     return [batching.trim_completion(row.cpu(), ctx.eos_ids) for row in new]
 
 
-def completion_logps(ctx: StepContext, model, encs: list[dict], comps: list[torch.Tensor], with_entropy: bool = False):
+def completion_logps(ctx: StepContext, model, encs: list[dict], comps: list[torch.Tensor], with_entropy: bool = False,
+                     prompt_pass: shared_prompt.PromptPass | None = None):
     """(log p(completion token) under `model` at the sampling temperature (B, T), entropy or None,
-    the completion mask (B, T))."""
+    the completion mask (B, T)). `prompt_pass`: the policy's prompt forward of this step, if any."""
     with ctx.autocast():
-        logits, mask, ids = completion_logits(ctx, model, encs, comps)
+        logits, mask, ids = completion_logits(ctx, model, encs, comps, prompt_pass)
     logits = logits / ctx.cfg.temperature
     # The sampler never emits vision placeholders (suppressed): the policy is the distribution
     # renormalised without them, so the log-probs must be too (sampler.py).
@@ -263,6 +273,33 @@ def completion_logps(ctx: StepContext, model, encs: list[dict], comps: list[torc
     return logps, entropy, mask
 
 
+def one_prompt_pass(ctx: StepContext, seq_encs: list[dict]) -> shared_prompt.PromptPass | None:
+    """The step's prompts run once, with gradient, for both the rollout and the loss (shared_prompt.PromptPass;
+    docs/grpo.md, "One prompt forward per step"), where that computes exactly what the two would run apart:
+    the loss takes every sequence in one micro-batch and shares its prompts (so its prompt forward is this
+    one), the decode loop reproduces the sampler, and nothing in the model is random in training mode
+    (dropout: the rollout must sample from the policy itself). Else None: the rollout prefills on its own."""
+    cfg, model = ctx.cfg, ctx.train_model
+    if not (cfg.share_prompt and shared_prompt.can_share(model, cfg.gradient_checkpointing)
+            and not lifecycle.sharded(cfg, ctx.info) and len(seq_encs) <= cfg.per_device_train_batch_size
+            and shared_prompt.pays(seq_encs) and decode.supports(SamplerSettings.from_config(cfg))
+            and ctx.pad_id is not None and ctx.eos_ids and _without_dropout(model)):
+        return None
+    model.train()
+    with ctx.autocast():
+        return shared_prompt.prompt_pass(model, seq_encs, ctx.pad_id, ctx.info.device)
+
+
+def _without_dropout(model) -> bool:
+    """Whether nothing in `model` drops anything in training mode: every dropout layer's rate and every
+    attention's `attention_dropout` (transformers' attention modules apply it while training) are 0."""
+    for m in model.modules():
+        rate = m.p if isinstance(m, torch.nn.Dropout) else getattr(m, "attention_dropout", 0.0)
+        if isinstance(rate, (int, float)) and rate > 0:
+            return False
+    return True
+
+
 def reuses_vision(ctx: StepContext) -> bool:
     """Whether the log-prob forward may take the rollout prefill's vision features instead of running
     the tower again: only a frozen tower's (`freeze_vision`; its features then carry no gradient), and
@@ -273,15 +310,17 @@ def reuses_vision(ctx: StepContext) -> bool:
     return visual is not None and not any(p.requires_grad for p in visual.parameters())
 
 
-def completion_logits(ctx: StepContext, model, encs: list[dict], comps: list[torch.Tensor]):
+def completion_logits(ctx: StepContext, model, encs: list[dict], comps: list[torch.Tensor],
+                      prompt_pass: shared_prompt.PromptPass | None = None):
     """(logits (B, T, V) predicting each completion token, completion mask (B, T), the completion
     ids (B, T), padded): each group's prompt run once where the model allows and it pays
-    (shared_prompt.py, `share_prompt`), else every sequence whole."""
+    (shared_prompt.py, `share_prompt`), taken from `prompt_pass` where the rollout ran it already,
+    else every sequence whole."""
     if (ctx.cfg.share_prompt and shared_prompt.can_share(model, ctx.cfg.gradient_checkpointing)
             and shared_prompt.pays(encs)):
         vision = ctx.vision if model is ctx.train_model else None      # never the reference's
         logits, batch = shared_prompt.completion_logits(model, encs, comps, ctx.pad_id, ctx.info.device, ctx.eos_ids,
-                                                        vision=vision)
+                                                        vision=vision, prompt_pass=prompt_pass)
     else:
         batch = batching.collate(encs, comps, ctx.pad_id, ctx.info.device, ctx.eos_ids)
         inputs = {k: v for k, v in batch.items() if k not in ("completion_mask", "prompt_len")}

@@ -88,21 +88,26 @@ class VisionFeatures:
 
 
 def completion_logits(model, encs: list[dict], comps: list[torch.Tensor], pad_id: int, device: torch.device,
-                      eos_ids: frozenset, vision: VisionFeatures | None = None) -> tuple[torch.Tensor, dict]:
+                      eos_ids: frozenset, vision: VisionFeatures | None = None,
+                      prompt_pass: PromptPass | None = None) -> tuple[torch.Tensor, dict]:
     """(logits (B, T, V), batch): row i, column t predicts completion token t of sequence i, as
     the plain forward's `logits[:, :-1]` would. `batch` holds input_ids and completion_mask like
     batching.collate's, without the visual tensors (never repeated here). `vision`: the rollout
-    prefill's features of a frozen tower, used in place of running it when the prompts match."""
+    prefill's features of a frozen tower, used in place of running it when the prompts match.
+    `prompt_pass`: the step's prompt forward the rollout decoded from, taken as this forward's first
+    part when it ran exactly these prompts at these positions (PromptPass.take)."""
     counts, starts, prompts = _unique_prompts(encs, pad_id, device)
     full = batching.collate(encs, comps, pad_id, device, eos_ids, visual=False)
     P = full.pop("prompt_len")
     positions = _positions(model, encs, full, device)
-    encoded = vision.for_prompts([encs[s] for s in starts]) if vision is not None else None
-    visual = ({"mm_encoder_outputs": encoded} if encoded is not None
-              else {k: prompts[k] for k in _VISUAL if k in prompts})
     # 1. the unique prompts, their keys/values kept (with gradient); the last position predicts token 0
-    head = model(input_ids=prompts["input_ids"], attention_mask=prompts["attention_mask"],
-                 position_ids=positions[..., starts, :P], use_cache=True, logits_to_keep=1, **visual)
+    head = prompt_pass.take(encs, positions[..., starts, :P]) if prompt_pass is not None else None
+    if head is None:
+        encoded = vision.for_prompts([encs[s] for s in starts]) if vision is not None else None
+        visual = ({"mm_encoder_outputs": encoded} if encoded is not None
+                  else {k: prompts[k] for k in _VISUAL if k in prompts})
+        head = model(input_ids=prompts["input_ids"], attention_mask=prompts["attention_mask"],
+                     position_ids=positions[..., starts, :P], use_cache=True, logits_to_keep=1, **visual)
     repeats = torch.tensor(counts, device=device)
     cache = _repeat_rows(head.cache, repeats)
     # 2. every completion on top of its prompt's cache
@@ -132,15 +137,71 @@ def _repeat_rows(cache, repeats: torch.Tensor):
 def _positions(model, encs: list[dict], full: dict, device) -> torch.Tensor:
     """The rotary positions the plain forward computes for these whole sequences (grids only:
     no pixels are needed to place the vision tokens)."""
+    return _rope_index(model, encs, full, device)[0]
+
+
+def _rope_index(model, encs: list[dict], batch: dict, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(positions, deltas) of the model's own `get_rope_index` over `batch`, the rows of `encs`."""
     grids = {}
     for key in ("image_grid_thw", "video_grid_thw", "second_per_grid_ts"):
         parts = [e[key] for e in encs if e.get(key) is not None]
         if parts:
             grids[key] = torch.cat([p.reshape(-1) if key == "second_per_grid_ts" else p for p in parts]).to(device)
-    positions, _ = rope_owner(model).get_rope_index(
-        full["input_ids"], mm_token_type_ids=full["mm_token_type_ids"], attention_mask=full["attention_mask"],
+    return rope_owner(model).get_rope_index(
+        batch["input_ids"], mm_token_type_ids=batch["mm_token_type_ids"], attention_mask=batch["attention_mask"],
         **grids)
-    return positions
+
+
+@dataclass
+class PromptPass:
+    """One forward of a step's unique prompts, with gradient, that serves both halves of the step
+    (docs/grpo.md, "One prompt forward per step"): the rollout decodes from its keys and values
+    (detached, each repeated to its G rows) and samples the first token from its last logits, and the
+    loss takes it as its prompt forward instead of running the prompts again. The loss's prompt
+    forward is this very computation (the same prompts, positions and weights, the optimizer has not
+    stepped in between), so its log-probs and gradient are bit-equal to running it again; the rollout
+    then samples every completion token from the distribution the loss scores it under."""
+    encs: list[dict]            # the step's sequences, in order (each puzzle's encoding repeated G times)
+    counts: list[int]           # rows per unique prompt
+    positions: torch.Tensor     # (3, unique prompts, P): the rotary positions the forward used
+    deltas: torch.Tensor        # (unique prompts, 1): the multimodal position offsets (the model's rope_deltas)
+    head: object | None         # the model's output (logits of the last position, cache); None once taken
+    prompts: dict               # the unique prompts, collated (input_ids, attention_mask)
+
+    def take(self, encs: list[dict], positions: torch.Tensor):
+        """The forward's output for the loss, once: only for the same sequences in the same order at the
+        same positions (else None: the loss runs its own prompt forward)."""
+        same = (self.head is not None and len(encs) == len(self.encs) and all(a is b for a, b in zip(encs, self.encs))
+                and positions.shape == self.positions.shape and bool(torch.equal(positions, self.positions)))
+        head, self.head = (self.head, None) if same else (None, self.head)
+        return head
+
+    def decode_inputs(self, room: int) -> tuple[dict, torch.Tensor, torch.Tensor]:
+        """(the rows' {input_ids, attention_mask, cache}, the rows' first-token logits (B, V), their
+        deltas (B, 1)): every prompt repeated to its rows, its cache detached into buffers with `room`
+        for the new tokens (kv_room.py)."""
+        from mvp_core.model.kv_room import roomy_copy
+        repeats = torch.tensor(self.counts, device=self.deltas.device)
+        rows = {k: self.prompts[k].repeat_interleave(repeats, dim=0) for k in ("input_ids", "attention_mask")}
+        rows["cache"] = roomy_copy(self.head.cache, repeats, room)
+        first = self.head.logits[:, -1].detach().repeat_interleave(repeats, dim=0)
+        return rows, first, self.deltas.repeat_interleave(repeats, dim=0)
+
+
+def prompt_pass(model, encs: list[dict], pad_id: int, device: torch.device) -> PromptPass | None:
+    """The forward of the unique prompts of `encs` with gradient (PromptPass), or None where the model
+    has no 3-D rotary position function."""
+    owner = rope_owner(model)
+    counts, starts, prompts = _unique_prompts(encs, pad_id, device)
+    if owner is None or "mm_token_type_ids" not in prompts:
+        return None
+    unique = [encs[s] for s in starts]
+    positions, deltas = _rope_index(model, unique, prompts, device)
+    visual = {k: prompts[k] for k in _VISUAL if k in prompts}
+    head = model(input_ids=prompts["input_ids"], attention_mask=prompts["attention_mask"], position_ids=positions,
+                 use_cache=True, logits_to_keep=1, **visual)
+    return PromptPass(list(encs), counts, positions, deltas.to(device), head,
+                      {k: prompts[k] for k in ("input_ids", "attention_mask")})
 
 
 def prefill_for_generate(model, encs: list[dict], pad_id: int, device: torch.device,
