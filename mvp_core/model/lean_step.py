@@ -4,8 +4,9 @@ time goes").
 Why hand-written: on the bench's small policy, a one-token step through transformers' decoder modules
 spends about a sixth of its time in their wrappers (the deprecation and output-capturing decorators, the
 gradient-checkpointing call, keyword plumbing), not in the arithmetic. This runs the same operations the
-Qwen2-shaped layer runs (its own norm and MLP modules, its q/k/v/o projections, the model module's own
-`apply_rotary_pos_emb`, transformers' SDPA attention function, the cache's `update`), in the same order.
+Qwen2-shaped layer runs (its RMSNorms' operations, its q/k/v/o and MLP projections' weights and SiLU, the
+model module's own `apply_rotary_pos_emb`, transformers' SDPA attention function, the cache's `update`),
+in the same order.
 Each decode call uses it only after its first step gave bit for bit what the model's own forward gives
 (`LeanStep.__call__`); a layer of another shape (query/key norms, sliding windows, another attention,
 adapters on the projections) or a hook on a module it would skip (energy steering's) keeps the model's
@@ -23,6 +24,8 @@ from torch.nn.modules import module as _module
 # language model -> what its last first-step check found (diagnostics and tests; each call checks afresh)
 LAST_CHECK: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
+_MLP = ("gate_proj", "up_proj", "down_proj")
+_NORMS = ("input_layernorm", "post_attention_layernorm")
 
 
 class LeanStep:
@@ -59,7 +62,7 @@ class LeanStep:
         b, q_len, _ = h.shape
         for layer in lm.layers:
             a = layer.self_attn
-            x = layer.input_layernorm(h)
+            x = _rms_norm(layer.input_layernorm, h)
             q = F.linear(x, a.q_proj.weight, a.q_proj.bias).view(b, q_len, -1, a.head_dim).transpose(1, 2)
             k = F.linear(x, a.k_proj.weight, a.k_proj.bias).view(b, q_len, -1, a.head_dim).transpose(1, 2)
             v = F.linear(x, a.v_proj.weight, a.v_proj.bias).view(b, q_len, -1, a.head_dim).transpose(1, 2)
@@ -67,8 +70,18 @@ class LeanStep:
             k, v = cache.update(k, v, a.layer_idx)
             o, _ = attend(a, q, k, v, mask, dropout=0.0, scaling=a.scaling, sliding_window=None, position_ids=None)
             h = h + F.linear(o.reshape(b, q_len, -1).contiguous(), a.o_proj.weight, a.o_proj.bias)
-            h = h + layer.mlp(layer.post_attention_layernorm(h))
-        return lm.norm(h)
+            x = _rms_norm(layer.post_attention_layernorm, h)
+            m = layer.mlp
+            gated = F.silu(F.linear(x, m.gate_proj.weight)) * F.linear(x, m.up_proj.weight)
+            h = h + F.linear(gated, m.down_proj.weight)
+        return _rms_norm(lm.norm, h)
+
+
+def _rms_norm(norm: nn.Module, h: torch.Tensor) -> torch.Tensor:
+    """The Qwen2 RMSNorm module's forward, as its own operations in their order (its module call skipped)."""
+    x = h.to(torch.float32)
+    x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + norm.variance_epsilon)
+    return norm.weight * x.to(h.dtype)
 
 
 def _shape_known(lm):
@@ -83,16 +96,35 @@ def _shape_known(lm):
         if a is None or any(hasattr(a, n) for n in ("q_norm", "k_norm")) or getattr(a, "sliding_window", None) \
                 or not all(type(getattr(a, n, None)) is nn.Linear for n in _PROJECTIONS) \
                 or not all(hasattr(a, n) for n in ("head_dim", "scaling", "layer_idx")) \
-                or not all(hasattr(layer, n) for n in ("input_layernorm", "post_attention_layernorm", "mlp")):
+                or not all(_is_rms_norm(getattr(layer, n, None)) for n in _NORMS) or not _is_silu_mlp(layer):
             return None
+    if not _is_rms_norm(lm.norm):
+        return None
     return getattr(sys.modules.get(type(layers[0].self_attn).__module__), "apply_rotary_pos_emb", None)
 
 
+def _is_rms_norm(norm) -> bool:
+    """A norm module of the Qwen2 RMSNorm's shape (a weight and `variance_epsilon`; the first step's check
+    tells whether its formula is that one)."""
+    return isinstance(norm, nn.Module) and isinstance(getattr(norm, "weight", None), torch.Tensor) \
+        and isinstance(getattr(norm, "variance_epsilon", None), float)
+
+
+def _is_silu_mlp(layer) -> bool:
+    """A gated MLP of plain bias-free projections and a SiLU, as Qwen2's."""
+    mlp = getattr(layer, "mlp", None)
+    return mlp is not None and type(getattr(mlp, "act_fn", None)).__name__ == "SiLUActivation" \
+        and all(type(getattr(mlp, n, None)) is nn.Linear and getattr(mlp, n).bias is None for n in _MLP)
+
+
 def _skipped_modules(lm) -> list[nn.Module]:
-    """The modules whose call the lean step skips: the language model, its layers, their attention and its
-    projections."""
-    return [lm, *lm.layers, *(layer.self_attn for layer in lm.layers),
-            *(getattr(layer.self_attn, n) for layer in lm.layers for n in _PROJECTIONS)]
+    """The modules whose call the lean step skips: the language model, its final norm, its layers, their
+    norms, attention and its projections, MLP, its projections and activation."""
+    return [lm, lm.norm, *lm.layers, *(layer.self_attn for layer in lm.layers),
+            *(getattr(layer.self_attn, n) for layer in lm.layers for n in _PROJECTIONS),
+            *(getattr(layer, n) for layer in lm.layers for n in _NORMS),
+            *(layer.mlp for layer in lm.layers), *(layer.mlp.act_fn for layer in lm.layers),
+            *(getattr(layer.mlp, n) for layer in lm.layers for n in _MLP)]
 
 
 def _hooked(skipped: list[nn.Module]) -> bool:
