@@ -6,7 +6,8 @@ most 8), in 2 workers ("two": scripts/test.sh's number before), the same with ev
 Each is pytest's own run from this checkout; the line per variant gives minutes, the pass/fail counts and
 the load average around it (the 2-core machine is often shared; read minutes beside it).
 
-Usage: .venv/bin/python bench/suite_time.py [--variants serial,parallel,two,files,fast] [--workers N] [--json OUT] [--costs]
+Usage: .venv/bin/python bench/suite_time.py [--variants serial,parallel,two,files,fast] [--workers N] [--json OUT]
+       [--costs]
 --costs also rewrites testkit/suite_costs.json from the parallel run's per-file seconds (the order in which
 tests/conftest.py hands files to the workers: longest first). Run scripts/setup_tests.sh first (the runs
 time pytest only, not the setup). The serial suite alone took 21 min on the idle 2-core machine
