@@ -6,17 +6,14 @@ scripts/setup_tests.sh
 # --fast: the subset to run before each commit (README): no test marked slow, browser or serve (tests/conftest.py).
 # MVP_TEST_WORKERS=N runs the whole suite or --fast in N processes (pytest-xdist, one file per worker at a time,
 # so a file's module fixtures are built once; the files sharing a session studio go to one worker, so it is
-# built once: tests/conftest.py); by default one more than the machine's cores, at most 8 (each worker spends
-# part of its time waiting on the servers, browser and jobs it started, which the extra one fills: on 2 cores
-# 3 workers took 0.87-0.91x the time of 2, docs/BENCHMARKS.md "The test suite"; MVP_TEST_WORKERS=1: one
-# process); with other arguments pytest runs as given.
+# built once: tests/conftest.py); 2 by default (MVP_TEST_WORKERS=1: one process); with other arguments
+# pytest runs as given.
 mode=()
 if [ "${1:-}" = "--fast" ]; then
   shift
   mode=(-m "not slow and not browser and not serve")
 fi
-cores="$(nproc 2>/dev/null || echo 1)"
-workers="${MVP_TEST_WORKERS:-$(( cores + 1 < 8 ? cores + 1 : 8 ))}"
+workers="${MVP_TEST_WORKERS:-2}"
 if [ "$#" -eq 0 ] && [ "$workers" -gt 1 ]; then
   mode+=(-n "$workers" --dist loadfile)
 fi
