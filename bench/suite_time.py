@@ -1,11 +1,12 @@
 """The test suite's wall time, the old way beside the new: the whole suite in one process (as scripts/test.sh
-ran it before), in N pytest-xdist workers (scripts/test.sh today: "parallel"), the same with every file its own
-work unit ("files": before the files sharing a session studio went to one worker) and the fast subset
-(`scripts/test.sh --fast`).
+ran it before), in N pytest-xdist workers ("parallel"; scripts/test.sh runs 2), in 2 workers ("two": beside
+another N, e.g. `--variants parallel,two --workers 3`), the same with every file its own work unit ("files":
+before the files sharing a session studio went to one worker) and the fast subset (`scripts/test.sh --fast`).
 Each is pytest's own run from this checkout; the line per variant gives minutes, the pass/fail counts and
 the load average around it (the 2-core machine is often shared; read minutes beside it).
 
-Usage: .venv/bin/python bench/suite_time.py [--variants serial,parallel,files,fast] [--workers 2] [--json OUT] [--costs]
+Usage: .venv/bin/python bench/suite_time.py [--variants serial,parallel,two,files,fast] [--workers 2] [--json OUT]
+       [--costs]
 --costs also rewrites testkit/suite_costs.json from the parallel run's per-file seconds (the order in which
 tests/conftest.py hands files to the workers: longest first). Run scripts/setup_tests.sh first (the runs
 time pytest only, not the setup). The serial suite alone took 21 min on the idle 2-core machine
@@ -33,7 +34,7 @@ FAST = ["-m", "not slow and not browser and not serve"]      # scripts/test.sh -
 
 def variants(workers: int) -> dict[str, list[str]]:
     par = ["-n", str(workers), "--dist", "loadfile"]
-    return {"serial": [], "parallel": par, "files": par, "fast": FAST + par}
+    return {"serial": [], "parallel": par, "two": ["-n", "2", "--dist", "loadfile"], "files": par, "fast": FAST + par}
 
 
 # "files": the parallel run with every file its own work unit, as before the files sharing a session
@@ -76,7 +77,7 @@ def main(argv=None) -> int:
             print(f"wrote {COSTS.relative_to(ROOT)} (the longest: {next(iter(costs_from_junit(junit)))})")
         print(f"{name:9s} {res['wall_min']:6.2f} min  {res['summary']}  (load {res['load_before']} -> "
               f"{res['load_after']})", flush=True)
-    for other in ("serial", "files"):
+    for other in ("serial", "two", "files"):
         if other in results and "parallel" in results:
             print(f"parallel / {other}: {results['parallel']['wall_min'] / results[other]['wall_min']:.2f}x")
     if args.json:
