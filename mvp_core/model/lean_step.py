@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.modules import module as _module
+from transformers.activations import SiLUActivation
 
 # language model -> what its last first-step check found (diagnostics and tests; each call checks afresh)
 LAST_CHECK: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -113,7 +114,7 @@ def _is_rms_norm(norm) -> bool:
 def _is_silu_mlp(layer) -> bool:
     """A gated MLP of plain bias-free projections and a SiLU, as Qwen2's."""
     mlp = getattr(layer, "mlp", None)
-    return mlp is not None and type(getattr(mlp, "act_fn", None)).__name__ == "SiLUActivation" \
+    return mlp is not None and type(getattr(mlp, "act_fn", None)) is SiLUActivation \
         and all(type(getattr(mlp, n, None)) is nn.Linear and getattr(mlp, n).bias is None for n in _MLP)
 
 

@@ -280,9 +280,8 @@ def one_prompt_pass(ctx: StepContext, seq_encs: list[dict]) -> shared_prompt.Pro
     one), the decode loop reproduces the sampler, and nothing in the model is random in training mode
     (dropout: the rollout must sample from the policy itself). Else None: the rollout prefills on its own."""
     cfg, model = ctx.cfg, ctx.train_model
-    if not (cfg.share_prompt and shared_prompt.can_share(model, cfg.gradient_checkpointing)
-            and not lifecycle.sharded(cfg, ctx.info) and len(seq_encs) <= cfg.per_device_train_batch_size
-            and shared_prompt.pays(seq_encs) and decode.supports(SamplerSettings.from_config(cfg))
+    if not (shares_prompts(ctx, model, seq_encs) and not lifecycle.sharded(cfg, ctx.info)
+            and len(seq_encs) <= cfg.per_device_train_batch_size and decode.supports(SamplerSettings.from_config(cfg))
             and ctx.pad_id is not None and ctx.eos_ids and _without_dropout(model)):
         return None
     model.train()
@@ -310,14 +309,20 @@ def reuses_vision(ctx: StepContext) -> bool:
     return visual is not None and not any(p.requires_grad for p in visual.parameters())
 
 
+def shares_prompts(ctx: StepContext, model, encs: list[dict]) -> bool:
+    """Whether the log-prob forward of `encs` runs each group's prompt once (shared_prompt.py, `share_prompt`):
+    the model allows it and the measured rule says it pays; else every sequence runs whole."""
+    return (ctx.cfg.share_prompt and shared_prompt.can_share(model, ctx.cfg.gradient_checkpointing)
+            and shared_prompt.pays(encs))
+
+
 def completion_logits(ctx: StepContext, model, encs: list[dict], comps: list[torch.Tensor],
                       prompt_pass: shared_prompt.PromptPass | None = None):
     """(logits (B, T, V) predicting each completion token, completion mask (B, T), the completion
     ids (B, T), padded): each group's prompt run once where the model allows and it pays
     (shared_prompt.py, `share_prompt`), taken from `prompt_pass` where the rollout ran it already,
     else every sequence whole."""
-    if (ctx.cfg.share_prompt and shared_prompt.can_share(model, ctx.cfg.gradient_checkpointing)
-            and shared_prompt.pays(encs)):
+    if shares_prompts(ctx, model, encs):
         vision = ctx.vision if model is ctx.train_model else None      # never the reference's
         logits, batch = shared_prompt.completion_logits(model, encs, comps, ctx.pad_id, ctx.info.device, ctx.eos_ids,
                                                         vision=vision, prompt_pass=prompt_pass)
