@@ -1,6 +1,6 @@
-"""The server at rest holds no training code: building every page imports neither torch nor
-transformers (about 700 MB resident between them; docs/web.md, "Speed and memory"). Jobs that need
-them run in their own processes. Nor plotly: the Train page's metric chart imports it when it first
+"""The server at rest holds no training code: building every page, and then opening each, imports neither
+torch nor transformers (about 700 MB resident between them; docs/web.md, "Speed and memory"). Jobs that
+need them run in their own processes. Nor plotly: the Train page's metric chart imports it when it first
 draws (app/web/pages/train/explore.py)."""
 from __future__ import annotations
 
@@ -88,3 +88,56 @@ def test_every_page_runs_its_events_eight_at_a_time(tmp_path):
     assert {b._queue.default_concurrency_limit for b in pages} == {int(server.GRADIO_CONCURRENCY)}
     # and none summarises its events (test_no_page_queue_summarises_its_events)
     assert {b._queue.ANALYTICS_MAX_EVENTS for b in pages} == {server.GRADIO_ANALYTICS_KEPT}
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_walk_through_every_page_leaves_no_training_code_in_the_server(web_data, browser, tmp_path):
+    """Building the pages is not all the server runs: each page's load events run in it too (the Rollouts
+    page counts a steering bank's labels and splits as it opens, mvp_core/steer/splits.py). After an admin
+    has opened every page of a studio with a run's answers, each page settled, the server has not loaded
+    torch (its library is not mapped into the process). The answers carry their advantages, as `mvp rollout`
+    and the trainer store them: for an imported run's, which lack them, the page computes them with the
+    trainer's own function and so imports torch (docs/web.md, "Speed and memory")."""
+    from fixtures_web import copy_web_data, login
+    from testkit.web import Server, free_port, wait_settled
+    data = tmp_path / "data"
+    copy_web_data(web_data, data)
+    _store_advantages(f"sqlite:///{data / 'mvp.sqlite'}", data)
+    srv = Server(data, f"sqlite:///{data / 'mvp.sqlite'}", free_port(), tmp_path / "serve.log").start()
+    ctx = None
+    try:
+        ctx, page = login(browser, srv.url, "ada", path="/curate/")
+        for name in ("curate", "gallery", "datasets", "rollouts", "stats", "train", "admin"):
+            page.goto(f"{srv.url}/{name}/")
+            page.wait_for_selector(".mvp-nav", timeout=30000)
+            wait_settled(page)
+            if name == "rollouts":      # the run's answers, and the bank form with its label count
+                page.wait_for_selector("#ro-left .mvp-rollouts", timeout=30000)
+                page.get_by_text("Train a steering bank (background job)").click()
+                page.wait_for_selector("#ro-bank-plan", timeout=30000)
+        torch_libs = {line.split()[-1] for line in Path(f"/proc/{srv.proc.pid}/maps").read_text().splitlines()
+                      if "libtorch" in line}
+        assert not torch_libs, f"a page's load imported torch into the server: {sorted(torch_libs)[:2]}"
+    finally:
+        if ctx is not None:
+            ctx.close()
+        srv.stop()
+
+
+def _store_advantages(db_url: str, data: Path) -> None:
+    """Each stored answer's advantage, from its group's rewards by the trainer's function, where it has none."""
+    from sqlalchemy import select
+
+    from db.engine import open_db
+    from db.models.runs import Rollout
+    from mvp_core.train.loss import group_advantage_list
+    Session = open_db(db_url, data)
+    with Session() as s:
+        groups: dict = {}
+        for r in s.scalars(select(Rollout).order_by(Rollout.sample_index)):
+            groups.setdefault((r.run_id, r.checkpoint_id, r.puzzle_id), []).append(r)
+        for rows in groups.values():
+            for r, a in zip(rows, group_advantage_list([r.total for r in rows])):
+                r.advantage = a if r.advantage is None else r.advantage
+        s.commit()

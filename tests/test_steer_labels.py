@@ -67,7 +67,7 @@ def test_splits_by_video_share_out_each_kind():
     validation and test splits each get a video of both kinds, and no video is in two splits."""
     import numpy as np
 
-    from mvp_core.steer.train import split_indices
+    from mvp_core.steer.splits import split_indices
     groups = [f"v{i}" for i in range(11) for _ in range(2)]
     bad = np.array([i >= 6 for i in range(11) for _ in range(2)])
     for seed in range(5):

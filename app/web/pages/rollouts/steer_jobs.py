@@ -108,12 +108,12 @@ def _summary_html(bank_file: Path) -> str:
 def label_plan(ctx: WebContext, run_id, ck, set_name, split, labels_from) -> dict:
     """{good, bad, videos, ok, text}: how many puzzles of each label the form's choice gives, said
     before the launch; `ok` whether the bank's train, validation and test splits (by video,
-    mvp_core/steer/train.py draw_splits) each get both kinds. Greedy labels are known only once the
+    mvp_core/steer/splits.py draw_splits) each get both kinds. Greedy labels are known only once the
     model answers: `ok` None."""
     from app.cli.steer_build import LABEL_SOURCES, STORED
     from db.runs.steer_labels import labelled_puzzles, puzzle_videos
     from mvp_core.steer.config import EnergyConfig
-    from mvp_core.steer.train import draw_splits
+    from mvp_core.steer.splits import draw_splits
     what = LABEL_SOURCES.get(labels_from, str(labels_from))
     if labels_from not in STORED:
         from db.sets.curated import load_set
