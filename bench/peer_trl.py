@@ -88,11 +88,16 @@ def worker_trl(kind: str, puzzles: Path, out: Path, group: int, prompts: int, st
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor, TrainerCallback
 
+    from mvp_core.train.model_setup import find_visual
+
     torch.set_num_threads(1)
     torch.manual_seed(0)
     clock = _StepClock()
     cb = type("StepClock", (TrainerCallback,), {"on_step_begin": clock.on_step_begin, "on_step_end": clock.on_step_end})()
     model = AutoModelForImageTextToText.from_pretrained(MODEL)
+    # the vision tower frozen as the studio's `freeze_vision=true` freezes it: both train the same weights
+    # (TRL has no such setting; its trainers optimise whatever requires grad)
+    find_visual(model).requires_grad_(False)
     processor = AutoProcessor.from_pretrained(MODEL)
     common = dict(output_dir=str(out), max_steps=steps, learning_rate=LR, lr_scheduler_type="constant",
                   report_to=[], save_strategy="no", logging_steps=1, use_cpu=True, bf16=False,
