@@ -2,8 +2,8 @@
 `mvp train` (GRPO) against TRL's GRPOTrainer at each group size G, and `mvp sft` against TRL's
 SFTTrainer, on the same tiny Qwen2.5-VL (assets/clock-sft), the same puzzles and prompts (TRL's rows
 are the project's `trl` export rows, mvp_core/export/formats.py), the same reward (TRL gets the
-project's reward in its form, mvp_core/export/logged_reward.py), the same optimizer settings, one
-thread per process. With `--processes 1,2` every GRPO pair also runs as 2 processes: the studio
+project's reward in its form, mvp_core/export/logged_reward.py), the same optimizer settings, the
+same trainable weights (both freeze the vision tower, the studio's default), one thread per process. With `--processes 1,2` every GRPO pair also runs as 2 processes: the studio
 under torchrun (gloo), TRL under `accelerate launch --num_processes 2 --cpu`, each process taking
 the 1-process batch. Every configuration runs as its own launch, repeated and interleaved
 (A B C A B C ...) so a noisy machine slows all alike; the figure is the median seconds per
