@@ -3,9 +3,12 @@
 SFTTrainer, on the same tiny Qwen2.5-VL (assets/clock-sft), the same puzzles and prompts (TRL's rows
 are the project's `trl` export rows, mvp_core/export/formats.py), the same reward (TRL gets the
 project's reward in its form, mvp_core/export/logged_reward.py), the same optimizer settings, the
-same trainable weights (both freeze the vision tower, the studio's default), one thread per process. With `--processes 1,2` every GRPO pair also runs as 2 processes: the studio
-under torchrun (gloo), TRL under `accelerate launch --num_processes 2 --cpu`, each process taking
-the 1-process batch. Every configuration runs as its own launch, repeated and interleaved
+same trainable weights (both freeze the vision tower, the studio's default), one thread per process.
+With `--processes 1,2` every GRPO pair also runs as 2 processes: the studio under torchrun (gloo), TRL
+under `accelerate launch --multi_gpu --num_processes 2` (accelerate's multi-process launcher, which is
+torchrun's; with `--cpu` it starts one process only; TRL's `use_cpu` keeps it on the CPU, gloo), each
+process taking the 1-process batch. Each worker reports how many processes its run had, and a run with
+another count fails. Every configuration runs as its own launch, repeated and interleaved
 (A B C A B C ...) so a noisy machine slows all alike; the figure is the median seconds per
 optimizer step after the first (warm-up) step, the ratio studio / TRL, the peak RSS of the largest
 process, and the mean completion length (tokens) each sampled: a sampler that stops earlier does
@@ -119,7 +122,8 @@ def worker_trl(kind: str, puzzles: Path, out: Path, group: int, prompts: int, st
                              processing_class=processor, callbacks=[cb])
     trainer.train()
     lengths = [h["completions/mean_length"] for h in trainer.state.log_history if "completions/mean_length" in h]
-    return {"steps": clock.steps, "lengths": lengths} if trainer.accelerator.is_main_process else None
+    return ({"steps": clock.steps, "lengths": lengths, "processes": trainer.accelerator.num_processes}
+            if trainer.accelerator.is_main_process else None)
 
 
 def worker_studio(kind: str, puzzles: Path, out: Path, group: int, prompts: int, steps: int,
@@ -141,8 +145,10 @@ def worker_studio(kind: str, puzzles: Path, out: Path, group: int, prompts: int,
     if r.returncode != 0:
         raise SystemExit(f"mvp {argv[0]} failed: {(r.stderr or r.stdout).strip().splitlines()[-1:]}")
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if x.strip()]
+    import yaml
+    world = yaml.safe_load((out / "config.yaml").read_text())["run_info"]["world_size"]
     return {"steps": [m["step_s"] for m in rows if "step_s" in m],
-            "lengths": [m["completion_length"] for m in rows if "completion_length" in m]}
+            "lengths": [m["completion_length"] for m in rows if "completion_length" in m], "processes": world}
 
 
 # ---- the driver ----------------------------------------------------------------------------------
@@ -154,7 +160,7 @@ def run_one(cfg: dict, puzzles: Path, work: Path, steps: int, prompts: int) -> d
     worker = [__file__, "--worker", json.dumps(cfg), "--puzzles", str(puzzles), "--out", str(out),
               "--steps", str(steps), "--prompts", str(prompts), "--result", str(res)]
     if cfg["engine"] == "trl" and cfg["processes"] > 1:
-        cmd = [str(BIN / "accelerate"), "launch", "--cpu", "--num_processes", str(cfg["processes"]),
+        cmd = [str(BIN / "accelerate"), "launch", "--multi_gpu", "--num_processes", str(cfg["processes"]),
                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", *worker]
     else:       # the studio's worker starts its own torchrun (worker_studio)
         cmd = [sys.executable, *worker]
@@ -163,8 +169,11 @@ def run_one(cfg: dict, puzzles: Path, work: Path, steps: int, prompts: int) -> d
     _, status, usage = os.wait4(p.pid, 0)
     if status != 0 or not res.is_file():
         raise SystemExit(f"{cfg['name']} failed: {err.strip().splitlines()[-3:]}")
+    got = json.loads(res.read_text())
+    if got.get("processes") != cfg["processes"]:
+        raise SystemExit(f"{cfg['name']} ran {got.get('processes')} process(es), not {cfg['processes']}")
     # ru_maxrss: the largest of the worker and the children it waited for (the studio runs in a child)
-    return {**json.loads(res.read_text()), "rss_mib": usage.ru_maxrss / 1024}
+    return {**got, "rss_mib": usage.ru_maxrss / 1024}
 
 
 def configs(groups: list[int], processes: list[int], unshared: bool) -> list[dict]:
