@@ -39,8 +39,9 @@ BIN = Path(sys.executable).parent
 
 
 def _env() -> dict:
+    # MVP_FORCE_CPU: the studio on the CPU even where a GPU is, as TRL's workers are (`use_cpu`)
     return dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-                TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
+                TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1", MVP_FORCE_CPU="1")
 
 
 def make_puzzles(work: Path) -> Path:
