@@ -96,9 +96,10 @@ def test_a_walk_through_every_page_leaves_no_training_code_in_the_server(web_dat
     """Building the pages is not all the server runs: each page's load events run in it too (the Rollouts
     page counts a steering bank's labels and splits as it opens, mvp_core/steer/splits.py). After an admin
     has opened every page of a studio with a run's answers, each page settled, the server has not loaded
-    torch (its library is not mapped into the process). The answers carry their advantages, as `mvp rollout`
-    and the trainer store them: for an imported run's, which lack them, the page computes them with the
-    trainer's own function and so imports torch (docs/web.md, "Speed and memory")."""
+    torch (its library is not mapped into the process), nor matplotlib (installed here for bench/). The
+    answers carry their advantages, as `mvp rollout` and the trainer store them: for an imported run's,
+    which lack them, the page computes them with the trainer's own function and so imports torch
+    (docs/web.md, "Speed and memory")."""
     from fixtures_web import copy_web_data, login
     from testkit.web import Server, free_port, wait_settled
     data = tmp_path / "data"
@@ -116,9 +117,12 @@ def test_a_walk_through_every_page_leaves_no_training_code_in_the_server(web_dat
                 page.wait_for_selector("#ro-left .mvp-rollouts", timeout=30000)
                 page.get_by_text("Train a steering bank (background job)").click()
                 page.wait_for_selector("#ro-bank-plan", timeout=30000)
-        torch_libs = {line.split()[-1] for line in Path(f"/proc/{srv.proc.pid}/maps").read_text().splitlines()
-                      if "libtorch" in line}
-        assert not torch_libs, f"a page's load imported torch into the server: {sorted(torch_libs)[:2]}"
+        mapped = {line.split()[-1] for line in Path(f"/proc/{srv.proc.pid}/maps").read_text().splitlines()}
+        torch_libs = sorted(p for p in mapped if "libtorch" in p)
+        assert not torch_libs, f"a page's load imported torch into the server: {torch_libs[:2]}"
+        # nor matplotlib, which Gradio imported around every event (app/web/gradio_matplotlib.py)
+        mpl_libs = sorted(p for p in mapped if "/matplotlib/" in p)
+        assert not mpl_libs, f"an event imported matplotlib into the server: {mpl_libs[:2]}"
     finally:
         if ctx is not None:
             ctx.close()

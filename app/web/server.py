@@ -192,8 +192,9 @@ def build_app(data_dir: str | os.PathLike, db_url: str | None = None, secure_coo
     _add_file_routes(app, ctx.data_dir)
     _add_static_routes(app)
     _add_page_apis(app, ctx, builders)
-    from app.web import gradio_assets
+    from app.web import gradio_assets, gradio_matplotlib
     gradio_assets.install(app, builders)        # before the mounts: they match first
+    gradio_matplotlib.install()                 # no matplotlib import around each event
     _mount_pages(app, ctx, builders)
     from app.web.limits import BodyLimit
     # added last = outermost: before any route, guard or Gradio reads a byte
