@@ -33,8 +33,12 @@ FAST = ["-m", "not slow and not browser and not serve"]      # scripts/test.sh -
 
 
 def variants(workers: int) -> dict[str, list[str]]:
-    par = ["-n", str(workers), "--dist", "loadfile"]
-    return {"serial": [], "parallel": par, "two": ["-n", "2", "--dist", "loadfile"], "files": par, "fast": FAST + par}
+    par = _xdist(workers)
+    return {"serial": [], "parallel": par, "two": _xdist(2), "files": par, "fast": FAST + par}
+
+
+def _xdist(workers: int) -> list[str]:
+    return ["-n", str(workers), "--dist", "loadfile"]
 
 
 # "files": the parallel run with every file its own work unit, as before the files sharing a session

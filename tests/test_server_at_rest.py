@@ -103,9 +103,10 @@ def test_a_walk_through_every_page_leaves_no_training_code_in_the_server(web_dat
     from fixtures_web import copy_web_data, login
     from testkit.web import Server, free_port, wait_settled
     data = tmp_path / "data"
+    db_url = f"sqlite:///{data / 'mvp.sqlite'}"
     copy_web_data(web_data, data)
-    _store_advantages(f"sqlite:///{data / 'mvp.sqlite'}", data)
-    srv = Server(data, f"sqlite:///{data / 'mvp.sqlite'}", free_port(), tmp_path / "serve.log").start()
+    _store_advantages(db_url, data)
+    srv = Server(data, db_url, free_port(), tmp_path / "serve.log").start()
     ctx = None
     try:
         ctx, page = login(browser, srv.url, "ada", path="/curate/")

@@ -29,6 +29,6 @@ def install() -> None:
             return super().__enter__() if self.active else None
 
         def __exit__(self, *exc):
-            return super().__exit__(*exc) if getattr(self, "active", False) else None
+            return super().__exit__(*exc) if self.active else None
 
     setattr(utils, CLASS, OnlyIfImported)
