@@ -26,20 +26,8 @@ sys.path.insert(0, str(ROOT))
 from bench.web_common import load_avg, synth_source  # noqa: E402
 from bench.web_pages import ADMIN, READY, add_answers  # noqa: E402
 from bench.web_verdict_latency import Variant, build_db  # noqa: E402
+from testkit.web import EVENT_HOOK  # noqa: E402
 
-# records [time, kind] in window.__phases: each event request sent, each queue message received
-HOOK = """(() => { window.__phases = []; const f = window.fetch;
-  const note = (k) => window.__phases.push([performance.now(), k]);
-  window.fetch = async function(...a) {
-    const u = String(a[0] && a[0].url || a[0]);
-    if (u.includes('/queue/join') || u.includes('/gradio_api/run/')) note('event');
-    const r = await f.apply(this, a);
-    if (u.includes('/queue/data')) {
-      const rd = r.clone().body.getReader(), dec = new TextDecoder();
-      (async () => { for (;;) { const {done, value} = await rd.read(); if (done) break;
-        for (const m of dec.decode(value).matchAll(/"msg":\\s*"(process_completed)"/g)) note(m[1]); } })();
-    } else if (u.includes('/gradio_api/run/')) note('process_completed');
-    return r; }; })();"""
 PHASES = ("parsed", "first event", "last answer", "ready")
 
 
@@ -49,8 +37,8 @@ def one_load(page, base: str, name: str) -> dict:
     ready = page.evaluate("performance.now()")
     marks = page.evaluate("() => window.__phases")
     parsed = page.evaluate("() => performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd")
-    sent = [t for t, k in marks if k == "event"]
-    answers = [t for t, k in marks if k == "process_completed" and t <= ready]
+    sent = [t for t, k, _ in marks if k == "event"]
+    answers = [t for t, k, _ in marks if k == "process_completed" and t <= ready]
     return {"parsed": parsed, "first event": min(sent) if sent else None,
             "last answer": max(answers) if answers else None, "ready": ready}
 
@@ -84,7 +72,7 @@ def main() -> int:
                 for v in variants:
                     v.open(browser)
                     page = browser_login(browser, v.base, *ADMIN, "/datasets/")[1]
-                    page.context.add_init_script(HOOK)
+                    page.context.add_init_script(EVENT_HOOK)
                     page.wait_for_selector(".mvp-user[data-user]", timeout=300_000)
                     pages[v.name] = page
                 for i in range(args.loads + 1):

@@ -24,6 +24,24 @@ TEST_CHROMIUM = "/usr/bin/chromium-headless-shell"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 CSRF_RE = re.compile(r'name="csrf" value="([^"]+)"')
+# An init script that records each Gradio event a page sends and each answer from the queue, as
+# [performance.now(), "event" | "process_completed", the event's fn_index (null for an answer)] in
+# window.__phases (Gradio offers no hook for them): it wraps window.fetch and reads the queue's event
+# stream as it arrives. An event outside the queue is a POST to /gradio_api/run/, its answer the reply.
+EVENT_HOOK = """(() => { window.__phases = []; const f = window.fetch;
+  const note = (k, fn) => window.__phases.push([performance.now(), k, fn]);
+  window.fetch = async function(...a) {
+    const u = String(a[0] && a[0].url || a[0]);
+    if (u.includes('/queue/join') || u.includes('/gradio_api/run/')) {
+      let fn = null; try { fn = JSON.parse(a[1].body).fn_index; } catch (e) {}
+      note('event', fn); }
+    const r = await f.apply(this, a);
+    if (u.includes('/queue/data')) {
+      const rd = r.clone().body.getReader(), dec = new TextDecoder();
+      (async () => { for (;;) { const {done, value} = await rd.read(); if (done) break;
+        for (const m of dec.decode(value).matchAll(/"msg":\\s*"(process_completed)"/g)) note(m[1], null); } })();
+    } else if (u.includes('/gradio_api/run/')) note('process_completed', null);
+    return r; }; })();"""
 
 
 def free_port() -> int:

@@ -6,7 +6,7 @@ import pytest
 from fixtures_web import RUN_ID, G, login, shot
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from sqlalchemy import select
-from testkit.web import dataframe_rows, wait_settled
+from testkit.web import EVENT_HOOK, dataframe_rows, wait_settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -233,3 +233,29 @@ def test_every_page_is_legible_in_both_themes(web_app, open_as, theme):
     assert checked > 30
     resp = page.request.get(web_app.url + "/favicon.ico")
     assert resp.status == 200 and resp.headers["content-type"] == "image/x-icon" and resp.body()[:4] == b"\0\0\1\0"
+
+
+# each event the page sent (testkit/web.py EVENT_HOOK): [its api name, its trigger, the trigger it follows from
+# through `.then` links (a load, a tick, or a person's action)]
+SENT_JS = """() => { const deps = window.gradio_config.dependencies;
+  const trig = (d) => d.targets.map(t => t[1]).join(',');
+  const root = (d) => { while (trig(d) === 'then' && d.trigger_after != null) d = deps[d.trigger_after]; return d; };
+  return window.__phases.filter(p => p[1] === 'event')
+    .map(p => { const d = deps[p[2]]; return [d.api_name, trig(d), trig(root(d))]; }); }"""
+
+
+def test_opening_a_page_sends_its_load_events_and_nothing_they_set_off(web_app, open_as):
+    """A page's first view comes in its load answers: a picker a load fills (a run, a set) fires no event of
+    its own, so nothing is asked after them. Before, the Rollouts page's panels answered six rounds deep
+    (a run set, then its checkpoints, then the label count...) and settled at ~1.2 s; the Train page two
+    (docs/web.md, "Pickers a load fills"). Timer ticks (live job views) may run beside them."""
+    page = open_as(web_app, "ada", "/datasets/")
+    page.wait_for_selector(".mvp-nav", timeout=30000)
+    page.add_init_script(EVENT_HOOK)
+    for name in ("curate", "gallery", "datasets", "rollouts", "stats", "train", "admin"):
+        page.goto(f"{web_app.url}/{name}/")
+        page.wait_for_selector(".mvp-nav", timeout=30000)
+        wait_settled(page, quiet_ms=800)            # long enough for a change event's answer to start another
+        sent = page.evaluate(SENT_JS)
+        assert sent, name                                                   # the hook saw the page's load
+        assert all(root in ("load", "tick") for _, _, root in sent), (name, sent)

@@ -140,8 +140,11 @@ class EvalHandlers:
         return gr.Timer(active=alive)
 
     def load(self, request: gr.Request):
-        """[kind, run, set, status, timer]: the Job named in the address (?job=), runs with a model,
-        the newest set, the jobs."""
+        """[kind, run, checkpoint, max new tokens, set, split, status, timer]: the Job named in the address
+        (?job=), runs with a model (the first chosen, its checkpoints and completion length), the newest
+        set and its split, the jobs. The pickers below the run and the set are filled here, not by their
+        own events: a value set by an answer fires no `.input`, so the page's load is one answer
+        (docs/web.md, "Pickers a load fills")."""
         with guard(self.ctx, request, PAGE):
             from db.runs.index import list_runs, sync_runs
             from db.sets.curated import list_sets
@@ -149,40 +152,29 @@ class EvalHandlers:
             with self.ctx.Session() as s:
                 runs = [r for r in list_runs(s) if r["model_path"]]
                 sets = [x["name"] for x in list_sets(s)]
+                run_id = runs[0]["id"] if runs else None
+                set_name = sets[-1] if sets else None
+                ckpt, mnt = _checkpoints(s, run_id)
+                split = _splits(s, run_id, set_name)
             choices = [(f"{r['id']} · {trainer_name(r['kind'])} · {r['n_checkpoints']} checkpoints", r["id"])
                        for r in runs]
             kind = request.query_params.get("job") if request is not None else None
             return [gr.update(value=kind) if kind in KINDS else gr.skip(),
-                    gr.update(choices=choices, value=choices[0][1] if choices else None),
-                    gr.update(choices=sets, value=sets[-1] if sets else None), jobs_html(self.ctx.data_dir),
-                    self.ticking()]
+                    gr.update(choices=choices, value=run_id), ckpt, mnt,
+                    gr.update(choices=sets, value=set_name), split, jobs_html(self.ctx.data_dir), self.ticking()]
 
-    def on_run(self, run_id, request: gr.Request):
-        """[checkpoint, max new tokens]: the run's checkpoints (newest chosen), its completion length."""
+    def on_run(self, run_id, set_name, request: gr.Request):
+        """[checkpoint, max new tokens, split] of a picked run: its checkpoints (newest chosen), its
+        completion length, the set's splits with the ones it trained on marked."""
         with guard(self.ctx, request, PAGE):
-            from db.models.runs import Run
-            from db.runs.index import checkpoint_choices
-            if not run_id:
-                return gr.update(choices=[], value=None), gr.skip()
             with self.ctx.Session() as s:
-                cks = checkpoint_choices(s, run_id)
-                run = s.get(Run, run_id)
-                mlen = (run.config or {}).get("max_completion_length") if run else None
-            return gr.update(choices=cks, value=cks[-1][1]), (gr.update(value=int(mlen)) if mlen else gr.skip())
+                return [*_checkpoints(s, run_id), _splits(s, run_id, set_name)]
 
     def on_set(self, run_id, set_name, request: gr.Request):
-        """The set's splits, each the run trained on marked; a held-out one chosen (test, else val)."""
+        """The picked set's splits, each the run trained on marked; a held-out one chosen (test, else val)."""
         with guard(self.ctx, request, PAGE):
-            from db.runs.rollout_views import set_splits
-            if not set_name:
-                return gr.update(choices=[], value=None)
             with self.ctx.Session() as s:
-                splits = set_splits(s, set_name)
-                trained = trained_splits(s, run_id, set_name)
-            choices = [("whole set (the trained split left out)" if trained else "whole set", "")] + [
-                (f"{x} · trained on: scores memory" if x in trained else x, x) for x in splits]
-            held = [x for x in ("test", "val") if x in splits and x not in trained]
-            return gr.update(choices=choices, value=held[0] if held else "")
+                return _splits(s, run_id, set_name)
 
     def on_launch(self, k, run_id, ck, set_name, sp, allow, g_v, mnt_v, lim, request: gr.Request):
         with guard(self.ctx, request, PAGE):
@@ -212,6 +204,34 @@ class EvalHandlers:
             return jobs_html(self.ctx.data_dir), jobs_log(self.ctx.data_dir, k or "rollout"), self.ticking()
 
 
+def _checkpoints(s, run_id: str | None) -> tuple:
+    """(the Checkpoint picker's update: the run's checkpoints, the newest chosen; the max new tokens: the
+    run's completion length, else left as it is)."""
+    from db.models.runs import Run
+    from db.runs.index import checkpoint_choices
+    if not run_id:
+        return gr.update(choices=[], value=None), gr.skip()
+    cks = checkpoint_choices(s, run_id)
+    run = s.get(Run, run_id)
+    mlen = (run.config or {}).get("max_completion_length") if run else None
+    return (gr.update(choices=cks, value=cks[-1][1] if cks else None),
+            gr.update(value=int(mlen)) if mlen else gr.skip())
+
+
+def _splits(s, run_id: str | None, set_name: str | None):
+    """The Split picker's update: the set's splits, each the run trained on marked; a held-out one
+    chosen (test, else val), else the whole set."""
+    from db.runs.rollout_views import set_splits
+    if not set_name:
+        return gr.update(choices=[], value=None)
+    splits = set_splits(s, set_name)
+    trained = trained_splits(s, run_id, set_name)
+    choices = [("whole set (the trained split left out)" if trained else "whole set", "")] + [
+        (f"{x} · trained on: scores memory" if x in trained else x, x) for x in splits]
+    held = [x for x in ("test", "val") if x in splits and x not in trained]
+    return gr.update(choices=choices, value=held[0] if held else "")
+
+
 def trained_splits(s, run_id: str | None, set_name: str | None) -> list[str]:
     """The splits of `set_name` the run trained on (its recorded set_splits; none for another set)."""
     from db.models.runs import Run
@@ -230,12 +250,13 @@ KEEP_KIND_JS = ("(k) => { const u = new URL(window.location.href); u.searchParam
 def build_eval_panel(ctx: WebContext, db_url: str) -> EvalPanel:
     """The panel's layout and events; the page wires `load` and `tick` (EvalPanel)."""
     c, h = _layout(), EvalHandlers(ctx, db_url)
-    c.run.change(h.on_run, [c.run], [c.ckpt, c.mnt])
-    c.set_dd.change(h.on_set, [c.run, c.set_dd], [c.split])
-    c.run.input(h.on_set, [c.run, c.set_dd], [c.split])
+    # `.input`: a person's pick; the page's load fills these pickers in its own answer (EvalHandlers.load)
+    c.run.input(h.on_run, [c.run, c.set_dd], [c.ckpt, c.mnt, c.split])
+    c.set_dd.input(h.on_set, [c.run, c.set_dd], [c.split])
     c.kind.input(None, [c.kind], None, js=KEEP_KIND_JS)
     c.launch.click(h.on_launch, [c.kind, c.run, c.ckpt, c.set_dd, c.split, c.allow, c.g, c.mnt, c.limit],
                    [c.msg, c.status, c.timer], api_name="eval_launch")
     c.stop.click(h.on_stop, [c.kind], [c.msg, c.status], api_name="eval_stop")
-    return EvalPanel(load_outputs=[c.kind, c.run, c.set_dd, c.status, c.timer], load=h.load, tick_inputs=[c.kind],
+    return EvalPanel(load_outputs=[c.kind, c.run, c.ckpt, c.mnt, c.set_dd, c.split, c.status, c.timer], load=h.load,
+                     tick_inputs=[c.kind],
                      tick_outputs=[c.status, c.log, c.timer], tick=h.tick, timer=c.timer)

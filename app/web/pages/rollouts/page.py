@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from app.web.common import WebContext, esc, guard, msg_html, nav_html, page_blocks
+from app.web.common import WebContext, esc, guard, msg_html, nav_html, page_blocks, sections_in_one
 from app.web.pages.rollouts import eval as rollouts_eval, steer as rollouts_steer
 from app.web.pages.rollouts import choices as picks
 from app.web.pages.rollouts import playground as rollouts_playground, table as rollouts_table
@@ -232,8 +232,10 @@ def build(ctx: WebContext) -> gr.Blocks:
         rollouts_table.wire_table(table, rollouts_table.TableHandlers(ctx), ui.ckpt, ui.video, ui.puzzle,
                                   ui.selection, loaded, ui.refresh)
         rollouts_playground.wire_playground(playground, ctx, ui.ckpt, ui.puzzle)
-        loaded.then(panel.load, None, panel.load_outputs).then(eval_fill, None, eval_outputs).then(
-            steer_load[0], None, steer_load[1])
+        # the panels below the view in one answer after the view's: their pickers are filled there, so no
+        # change event follows it (docs/web.md, "Pickers a load fills")
+        loaded.then(sections_in_one((panel.load, panel.load_outputs), (eval_fill, eval_outputs), steer_load), None,
+                    [*panel.load_outputs, *eval_outputs, *steer_load[1]], show_progress="hidden")
         ui.refresh.click(eval_fill, None, eval_outputs)
 
         def tick(kind, request: gr.Request):

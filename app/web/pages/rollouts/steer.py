@@ -125,8 +125,9 @@ def build_panel(ctx: WebContext, run: gr.Dropdown, puzzle: gr.Dropdown, db_url: 
                 c = EnergyBank.load(ctx.data_dir / "steer" / bank_name).steer_config
                 return c.eta, c.steps, c.top_k, ",".join(map(str, c.layers or [])), c.gate, c.positions
         bank.change(on_bank, [bank], [eta, steps, top_k, layers, gate, positions], api_name="steer_bank_settings")
-        # banks written after the app started show up when a run is picked
-        run.change(lambda: gr.update(choices=bank_choices(ctx.data_dir)), None, [bank])
+        # banks written after the app started show up when a run is picked (and at the page's load: the
+        # bank section's load answer, steer_jobs.py)
+        run.input(lambda: gr.update(choices=bank_choices(ctx.data_dir)), None, [bank], show_progress="hidden")
     from app.web.pages.rollouts.steer_jobs import build_section
     section = build_section(ctx, db_url, bank, bank_choices)
     return section.load, section.load_outputs

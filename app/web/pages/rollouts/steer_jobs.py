@@ -18,6 +18,7 @@ from mvp_core.errors import UserError
 PAGE = "rollouts"
 KIND = "steer"
 PHASE = "steer build: phase "
+DEFAULT_LABELS = "greedy"          # the form's first choice of labels (app/cli/steer_build.py LABEL_SOURCES)
 SCROLL = "overflow-x: auto; max-width: 100%"      # a wide table scrolls on a phone, the page keeps its width
 JOB_STYLE = "font-size: .9rem; overflow-wrap: anywhere"   # wraps at 390 px (the shared .mvp-job is 22rem wide)
 
@@ -103,6 +104,24 @@ def _summary_html(bank_file: Path) -> str:
             f'<th>test bal. acc.</th><th>test AUROC</th></tr>{rows}</table></div>'
             f'<div class="mvp-cap">steers layers {esc(", ".join(map(str, b.chosen_layers())))} '
             '(ranked by validation; the test columns are not used to choose)</div>')
+
+
+def _newest_checkpoint(s, run_id: str | None) -> dict:
+    """The Checkpoint picker's update for `run_id`: its model versions, the newest chosen."""
+    from db.runs.index import checkpoint_choices
+    if not run_id:
+        return gr.update(choices=[], value=None)
+    cks = checkpoint_choices(s, run_id)
+    return gr.update(choices=cks, value=cks[-1][1])
+
+
+def _train_split(s, set_name: str | None) -> dict:
+    """The Split picker's update for `set_name`: the whole set or one split, train chosen where it has one."""
+    from db.runs.rollout_views import set_splits
+    if not set_name:
+        return gr.update(choices=[], value=None)
+    splits = set_splits(s, set_name)
+    return gr.update(choices=[("whole set", "")] + [(x, x) for x in splits], value="train" if "train" in splits else "")
 
 
 def label_plan(ctx: WebContext, run_id, ck, set_name, split, labels_from) -> dict:
@@ -217,7 +236,7 @@ def build_section(ctx: WebContext, db_url: str, bank_dropdown: gr.Dropdown, bank
             split = gr.Dropdown(label="Split (train: the held-out splits stay unseen)", choices=[],
                                 elem_id="ro-bank-split")
             labels = gr.Dropdown(label="labels from", choices=[(v, k) for k, v in LABEL_SOURCES.items()],
-                                 value="greedy", elem_id="ro-bank-labels")
+                                 value=DEFAULT_LABELS, elem_id="ro-bank-labels")
         with gr.Row():
             name = gr.Textbox(label="bank name (DATA/steer/NAME.pt)", max_length=64, elem_id="ro-bank-name")
             epochs = whole_number(120, "epochs", minimum=1, maximum=10000, elem_id="ro-bank-epochs")
@@ -236,36 +255,39 @@ def build_section(ctx: WebContext, db_url: str, bank_dropdown: gr.Dropdown, bank
         return bool(job and job["alive"])
 
     def on_load(request: gr.Request):
+        """The section's first view in the page's load answer: the first run with a model and its newest
+        checkpoint, the newest set and its train split, the labels that choice gives, the job and the
+        banks (the comparison's bank choices too: a bank written since the app started). A value set by
+        an answer fires no `.input`, so nothing more runs after it (docs/web.md, "Pickers a load fills")."""
         with guard(ctx, request, PAGE):
             from db.runs.index import list_runs
             from db.sets.curated import list_sets
             with ctx.Session() as s:
                 runs = [r["id"] for r in list_runs(s) if r["model_path"]]
                 sets = [x["name"] for x in list_sets(s)]
+                run_id, set_name = (runs[0] if runs else None), (sets[-1] if sets else None)
+                ck, sp = _newest_checkpoint(s, run_id), _train_split(s, set_name)
             # a bank job (running or ended) re-attaches open, its status drawn, after a reload
-            return [gr.update(choices=runs, value=runs[0] if runs else None),
-                    gr.update(choices=sets, value=sets[-1] if sets else None), job_html(ctx.data_dir),
-                    banks_html(bank_infos(ctx.data_dir)), gr.Timer(active=alive()),
-                    gr.update(open=True) if jobs.active(ctx.data_dir, KIND) is not None else gr.skip()]
+            return [gr.update(choices=runs, value=run_id), ck, gr.update(choices=sets, value=set_name), sp,
+                    plan_html(label_plan(ctx, run_id, ck["value"], set_name, sp["value"], DEFAULT_LABELS)),
+                    job_html(ctx.data_dir), banks_html(bank_infos(ctx.data_dir)), gr.Timer(active=alive()),
+                    gr.update(open=True) if jobs.active(ctx.data_dir, KIND) is not None else gr.skip(),
+                    gr.update(choices=bank_choices(ctx.data_dir))]
 
-    def on_run(run_id, request: gr.Request):
+    def on_form(run_id, ck, set_name, sp, lf, evt: gr.EventData, request: gr.Request):
+        """[checkpoint, split, plan] after a person's pick: a new run gets its newest checkpoint, a new
+        set its train split, and every pick the count of labels the form now gives."""
         with guard(ctx, request, PAGE):
-            from db.runs.index import checkpoint_choices
-            if not run_id:
-                return gr.update(choices=[], value=None)
+            ck_out, sp_out = gr.skip(), gr.skip()
+            picked = getattr(evt.target, "elem_id", None)
             with ctx.Session() as s:
-                cks = checkpoint_choices(s, run_id)
-            return gr.update(choices=cks, value=cks[-1][1])
-
-    def on_set(set_name, request: gr.Request):
-        with guard(ctx, request, PAGE):
-            from db.runs.rollout_views import set_splits
-            if not set_name:
-                return gr.update(choices=[], value=None)
-            with ctx.Session() as s:
-                splits = set_splits(s, set_name)
-            choices = [("whole set", "")] + [(x, x) for x in splits]
-            return gr.update(choices=choices, value="train" if "train" in splits else "")
+                if picked == run.elem_id:
+                    ck_out = _newest_checkpoint(s, run_id)
+                    ck = ck_out["value"]
+                if picked == set_dd.elem_id:
+                    sp_out = _train_split(s, set_name)
+                    sp = sp_out["value"]
+            return ck_out, sp_out, plan_html(label_plan(ctx, run_id, ck, set_name, sp, lf))
 
     def on_go(run_id, ck, set_name, sp, lf, nm, ep, hid, lim, request: gr.Request):
         with guard(ctx, request, PAGE):
@@ -280,16 +302,12 @@ def build_section(ctx: WebContext, db_url: str, bank_dropdown: gr.Dropdown, bank
                                                             gr.update(choices=bank_choices(ctx.data_dir))]
             return [job_html(ctx.data_dir), *ended, gr.Timer(active=running)]
 
-    def on_plan(run_id, ck, set_name, sp, lf, request: gr.Request):
-        with guard(ctx, request, PAGE):
-            return plan_html(label_plan(ctx, run_id, ck, set_name, sp, lf))
-
-    run.change(on_run, [run], [ckpt])
-    set_dd.change(on_set, [set_dd], [split])
-    # run and set change these, so each choice is counted
-    on_latest([ckpt.change, split.change, labels.change], on_plan, [run, ckpt, set_dd, split, labels], [plan],
-              show_progress="hidden")
+    # one event for every pick (a later pick runs after it with the form as it is then: the count shown is
+    # the last choice's); `.input`: the page's load fills the form in its own answer (on_load)
+    on_latest([run.input, ckpt.input, set_dd.input, split.input, labels.input], on_form,
+              [run, ckpt, set_dd, split, labels], [ckpt, split, plan], show_progress="hidden")
     go.click(on_go, [run, ckpt, set_dd, split, labels, name, epochs, hidden, limit], [msg, status, timer],
              api_name="steer_bank_launch")
     timer.tick(on_tick, None, [status, listing, bank_dropdown, timer], show_progress="hidden")
-    return BankSection(load=on_load, load_outputs=[run, set_dd, status, listing, timer, panel])
+    return BankSection(load=on_load, load_outputs=[run, ckpt, set_dd, split, plan, status, listing, timer, panel,
+                                                   bank_dropdown])

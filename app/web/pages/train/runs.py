@@ -110,6 +110,14 @@ def completions_html(run_dir: str | None, step: int | None) -> str:
             f'<th>completion</th><th>labels</th>{head}</tr>{body}</table>')
 
 
+def _steps_and_table(run_dir: str | None) -> list:
+    """[the Step picker's update, the completions table]: a run's steps with completions, the last one
+    chosen and shown."""
+    steps = completion_steps(run_dir) if run_dir else []
+    last = steps[-1] if steps else None
+    return [gr.update(choices=steps, value=last), completions_html(run_dir, last)]
+
+
 def build_runs_section(ctx: WebContext) -> RunsSection:
     gr.Markdown("### Past runs")
     table = gr.HTML(elem_id="train-runs")
@@ -131,13 +139,19 @@ def build_runs_section(ctx: WebContext) -> RunsSection:
         return show(request)
 
     def show(request: gr.Request):
+        """The section from the index as it is: the table, the newest runs' curves overlaid, and the
+        completions of the first run that has some at its last step. The pickers' dependents are filled
+        here, not by their own events: a value set by an answer fires no `.input`, so the page's load
+        is one answer (docs/web.md, "Pickers a load fills")."""
         with guard(ctx, request, PAGE):
             runs = past_runs(ctx)
             ids = [r["id"] for r in runs]
             pick = ids[:OVERLAY_DEFAULT]
-            with_files = [r["id"] for r in runs if completion_steps(r["dir"])]
+            with_files = [r for r in runs if completion_steps(r["dir"])]
+            first = with_files[0] if with_files else None
             return [runs_table(runs), gr.update(choices=ids, value=pick), *overlay_charts(runs, pick),
-                    gr.update(choices=with_files, value=with_files[0] if with_files else None)]
+                    gr.update(choices=[r["id"] for r in with_files], value=first["id"] if first else None),
+                    *_steps_and_table(first["dir"] if first else None)]
 
     def on_pick(ids, request: gr.Request):
         with guard(ctx, request, PAGE):
@@ -150,17 +164,18 @@ def build_runs_section(ctx: WebContext) -> RunsSection:
             return r.dir if r else None
 
     def on_run(run_id, request: gr.Request):
+        """[step, completions] of a picked run: its steps with completions, the last one shown."""
         with guard(ctx, request, PAGE):
-            steps = completion_steps(_dir(run_id)) if run_id else []
-            return gr.update(choices=steps, value=steps[-1] if steps else None)
+            return _steps_and_table(_dir(run_id) if run_id else None)
 
     def on_step(run_id, step, request: gr.Request):
         with guard(ctx, request, PAGE):
             return completions_html(_dir(run_id), step)
 
-    outputs = [table, picked, reward_chart, eval_chart, c_run]
+    outputs = [table, picked, reward_chart, eval_chart, c_run, c_step, c_table]
     refresh.click(load, None, outputs, api_name="train_runs")
-    picked.change(on_pick, [picked], [reward_chart, eval_chart])
-    c_run.change(on_run, [c_run], [c_step])
-    c_step.change(on_step, [c_run, c_step], [c_table], api_name="train_completions")
+    # `.input`: a person's pick (the section's own answers fill the pickers and what they show: `show`)
+    picked.input(on_pick, [picked], [reward_chart, eval_chart])
+    c_run.input(on_run, [c_run], [c_step, c_table])
+    c_step.input(on_step, [c_run, c_step], [c_table], api_name="train_completions")
     return RunsSection(load=load, show=show, outputs=outputs)
