@@ -262,3 +262,22 @@ def test_bank_labels_are_counted_before_the_launch(open_as, bank_app, width):
     page.wait_for_selector("#ro-bank-job[data-state='done'] #ro-bank-summary", timeout=300000)
     from mvp_core.steer.bank import EnergyBank
     assert EnergyBank.load(data / "steer" / "verdict-bank-1280.pt").extra["labels_from"] == "verdicts"
+
+
+def test_a_pick_refills_what_follows_it_and_counts_again(open_as, bank_app):
+    """The form's pickers answer a person's pick (the page's load fills them in its own answer, so they
+    listen on `.input`: docs/web.md, "Pickers a load fills"): a split changed by hand is counted at once,
+    and picking the set again puts its train split back and counts that."""
+    url, _, _ = bank_app
+    page = _open_rollouts(open_as, url)
+    open_bank_panel(page)
+    page.wait_for_function("document.querySelector('#ro-bank-split input')?.value === 'train'", timeout=30000)
+    plan = page.locator("#ro-bank-plan")
+    plan.filter(has_text=f"set {SET}/train").wait_for(timeout=30000)       # counted in the load's answer
+    pick(page, "ro-bank-split", "whole set")
+    page.locator("#ro-bank-plan", has_text=f"set {SET} (at the launch)").wait_for(timeout=30000)
+    pick(page, "ro-bank-set", SET)
+    page.wait_for_function("document.querySelector('#ro-bank-split input')?.value === 'train'", timeout=30000)
+    page.locator("#ro-bank-plan", has_text=f"set {SET}/train").wait_for(timeout=30000)
+    pick(page, "ro-bank-run", RUN)
+    assert page.input_value("#ro-bank-ckpt input")                        # the run's newest model version
