@@ -231,14 +231,11 @@ def fooled(record: dict, answers: list[dict]) -> list[dict]:
 
 def set_splits(s: Session, set_name: str) -> list[str]:
     """The splits a frozen set's records carry (empty when it was frozen without splits)."""
-    from db.sets.curated import load_set
-    return sorted({str(r["split"]) for r in load_set(s, set_name) if r.get("split")})
+    from db.sets.split_summary import split_summary
+    return sorted(k for k in split_summary(s, set_name) if k)
 
 
 def split_counts(s: Session, set_name: str) -> dict[str, int]:
     """Puzzles per split of a frozen set, in the order train, val, test (empty when frozen without splits)."""
-    from collections import Counter
-
-    from db.sets.curated import SPLITS, load_set
-    n = Counter(str(r["split"]) for r in load_set(s, set_name) if r.get("split"))
-    return {k: n[k] for k in (*SPLITS, *sorted(set(n) - set(SPLITS))) if n[k]}
+    from db.sets.split_summary import split_summary
+    return {k: v["puzzles"] for k, v in split_summary(s, set_name).items() if k}

@@ -252,10 +252,8 @@ def freeze(ctx: WebContext, uid: int, name: str, min_distractors: int, train: fl
     fr = parse_splits(train, val, test)
     with ctx.Session() as s:
         res = freeze_set(s, (name or "").strip(), min_distractors=least, created_by=uid, split=fr)
-    from db.sets.export import split_counts
-    from db.sets.curated import load_set
     with ctx.Session() as s:
-        counts = split_counts(load_set(s, res["name"]))
+        counts = _per_split(s, res["name"])
     shown = ", ".join(f"{k} {v['puzzles']} ({v['videos']} videos)" for k, v in counts.items())
     return f"froze {res['name']}: {res['n_puzzles']} puzzles ({shown}), {res['n_excluded']} excluded"
 
@@ -264,17 +262,28 @@ SET_HEADERS = ["set", "puzzles", *(f"{k} puzzles / videos" for k in SPLITS), "ex
 
 
 def set_rows(ctx: WebContext) -> list[list]:
-    """One row per set: its size, and puzzles / videos per split (db.sets.export.split_counts)."""
-    from db.sets.export import split_counts
-    from db.sets.curated import list_sets, load_set
+    """One row per set: its size, and puzzles / videos per split."""
+    from db.sets.curated import list_sets
     rows = []
     with ctx.Session() as s:
         for cs in list_sets(s):
-            c = split_counts(load_set(s, cs["name"]))
+            c = _per_split(s, cs["name"])
             per = [f"{c[k]['puzzles']} / {c[k]['videos']}" if k in c else "0 / 0" for k in SPLITS]
             rows.append([cs["name"], cs["n_puzzles"], *per, cs["n_excluded"], cs["content_hash"][:12],
                          str(cs["created_at"])[:19]])
     return rows
+
+
+def _per_split(s, name: str) -> dict[str, dict[str, int]]:
+    """{split: {"puzzles", "videos"}} of a set (db/sets/split_summary.py), a record without a split (a set
+    frozen before splits) under train, as exports and training read it."""
+    from db.sets.split_summary import split_summary
+    out: dict[str, dict[str, int]] = {}
+    for k, v in split_summary(s, name).items():
+        cell = out.setdefault(k or "train", {"puzzles": 0, "videos": 0})
+        cell["puzzles"] += v["puzzles"]
+        cell["videos"] += v["videos"]
+    return out
 
 
 def set_names(ctx: WebContext) -> list[str]:

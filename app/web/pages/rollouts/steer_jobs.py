@@ -135,11 +135,11 @@ def label_plan(ctx: WebContext, run_id, ck, set_name, split, labels_from) -> dic
     from mvp_core.steer.splits import draw_splits
     what = LABEL_SOURCES.get(labels_from, str(labels_from))
     if labels_from not in STORED:
-        from db.sets.curated import load_set
+        from db.sets.split_summary import split_summary
         if not set_name:
             return {"good": 0, "bad": 0, "videos": 0, "ok": False, "text": f"{what}: choose a curated set to answer"}
         with ctx.Session() as s:
-            n = sum(1 for r in load_set(s, set_name) if not split or r.get("split") == split)
+            n = sum(v["puzzles"] for k, v in split_summary(s, set_name).items() if not split or k == split)
         return {"good": 0, "bad": 0, "videos": 0, "ok": None,
                 "text": f"{what}: right and wrong are known only once the model answers the {n} puzzles of "
                         f"set {set_name}{'/' + split if split else ''} (at the launch)"}
