@@ -11,7 +11,9 @@ same browser, so both see the same machine load.
 Data: real puzzles by `mvp synth` from two sample videos, cloned under new ids to N puzzles
 (bench/web_verdict_latency.py build_db); answers of one run (its base model and one checkpoint, G=8 a
 puzzle, stored advantages as `mvp rollout` and the trainer write them) on the first puzzles until
---answers answers. "Demo size" is 12 puzzles (the demo's count) with 192 answers.
+--answers answers; every puzzle frozen in one curated set with train/val/test splits (the pages that
+show a set's splits read it: Data, Train, Rollouts). "Demo size" is 12 puzzles (the demo's count) with
+192 answers.
 
 Verdict to next puzzle: bench/web_verdict_latency.py's measure (key press to the next puzzle painted,
 1 s think time) on the large database, both trees alternating.
@@ -104,6 +106,22 @@ def add_answers(url: str, data: Path, n_answers: int) -> None:
             s.commit()
 
 
+def add_set(url: str, data: Path, name: str = "bench-set") -> None:
+    """Every puzzle in one frozen set, train / val / test in turn (a bench set: the pages' cost depends on
+    its size, not on how its splits were drawn)."""
+    from sqlalchemy import select
+
+    from db.engine import open_db
+    from db.models import Puzzle
+    from db.sets.curated import SPLITS, store_set
+    from mvp_core.puzzle import canonical_json
+    S = open_db(url, data)
+    with S() as s:
+        recs = [json.loads(r) for r in s.scalars(select(Puzzle.record_json).order_by(Puzzle.id))]
+        store_set(s, name, [canonical_json({**r, "split": SPLITS[i % 3]}) for i, r in enumerate(recs)], 0, 0, {})
+        s.commit()
+
+
 def rss_mb(pid: int) -> float:
     import psutil
     p = psutil.Process(pid)
@@ -133,6 +151,7 @@ def measure_size(browser, tmp: Path, src: Path, n: int, args) -> dict:
     t = time.perf_counter()
     url, _ = build_db(data, src, n, args.verdicts + 20)
     add_answers(url, data, min(args.answers, n * 2 * G))
+    add_set(url, data)
     print(f"database: {n} puzzles in {time.perf_counter() - t:.1f} s", flush=True)
     specs = [("current", ROOT, data, url)]
     if args.compare:

@@ -24,23 +24,32 @@ TEST_CHROMIUM = "/usr/bin/chromium-headless-shell"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 CSRF_RE = re.compile(r'name="csrf" value="([^"]+)"')
-# An init script that records each Gradio event a page sends and each answer from the queue, as
-# [performance.now(), "event" | "process_completed", the event's fn_index (null for an answer)] in
-# window.__phases (Gradio offers no hook for them): it wraps window.fetch and reads the queue's event
-# stream as it arrives. An event outside the queue is a POST to /gradio_api/run/, its answer the reply.
-EVENT_HOOK = """(() => { window.__phases = []; const f = window.fetch;
-  const note = (k, fn) => window.__phases.push([performance.now(), k, fn]);
+# An init script that records each Gradio event a page sends and each answer, in window.__phases as
+# [performance.now(), "event" | "process_completed", the event's fn_index (null for an answer), its id]
+# (Gradio offers no hook for them): it wraps window.fetch and reads the queue's event stream as it arrives.
+# A queued event's id is the event_id its join answered with, which its process_completed message carries;
+# an event outside the queue is a POST to /gradio_api/run/, its answer the reply.
+EVENT_HOOK = """(() => { window.__phases = []; const f = window.fetch; let plain = 0;
+  const note = (k, fn, id) => { const m = [performance.now(), k, fn, id]; window.__phases.push(m); return m; };
   window.fetch = async function(...a) {
     const u = String(a[0] && a[0].url || a[0]);
-    if (u.includes('/queue/join') || u.includes('/gradio_api/run/')) {
+    const queued = u.includes('/queue/join'), run = u.includes('/gradio_api/run/');
+    let sent = null;
+    if (queued || run) {
       let fn = null; try { fn = JSON.parse(a[1].body).fn_index; } catch (e) {}
-      note('event', fn); }
+      sent = note('event', fn, run ? 'run-' + (++plain) : null); }
     const r = await f.apply(this, a);
+    if (queued) r.clone().json().then(j => { sent[3] = j.event_id; }).catch(() => {});
+    if (run) note('process_completed', null, sent[3]);
     if (u.includes('/queue/data')) {
-      const rd = r.clone().body.getReader(), dec = new TextDecoder();
+      const rd = r.clone().body.getReader(), dec = new TextDecoder(); let buf = '';
       (async () => { for (;;) { const {done, value} = await rd.read(); if (done) break;
-        for (const m of dec.decode(value).matchAll(/"msg":\\s*"(process_completed)"/g)) note(m[1], null); } })();
-    } else if (u.includes('/gradio_api/run/')) note('process_completed', null);
+        buf += dec.decode(value, {stream: true}); const parts = buf.split('\\n\\n'); buf = parts.pop();
+        for (const part of parts) for (const line of part.split('\\n')) {
+          if (!line.startsWith('data:')) continue;
+          try { const m = JSON.parse(line.slice(5));
+                if (m.msg === 'process_completed') note('process_completed', null, m.event_id); } catch (e) {} } } })();
+    }
     return r; }; })();"""
 
 
