@@ -1,8 +1,8 @@
 """Puzzles and videos per split of a frozen set, for the pages that show a set's splits (Data's set
 table, Train's split pickers, Rollouts' eval and steering-bank forms).
 
-Read by the database's own JSON functions in one grouped query (SQLite's json_extract, PostgreSQL's
-`#>>`), not by parsing every record in Python: `load_set` of a 100,000-puzzle set took 3.4-3.7 s, and the
+Read by the database's own JSON functions in one grouped query (SQLite's `json_extract`, PostgreSQL's
+`jsonb_extract_path_text`), not by parsing every record in Python: `load_set` of a 100,000-puzzle set took 3.4-3.7 s, and the
 Rollouts page's load did it three times. A frozen set never changes (docs/store.md), so the summary is
 kept per (database, set, content hash) for the server's life: the first page to show a set reads it,
 the next ones do not."""

@@ -110,10 +110,11 @@ def completions_html(run_dir: str | None, step: int | None) -> str:
             f'<th>completion</th><th>labels</th>{head}</tr>{body}</table>')
 
 
-def _steps_and_table(run_dir: str | None) -> list:
-    """[the Step picker's update, the completions table]: a run's steps with completions, the last one
-    chosen and shown."""
-    steps = completion_steps(run_dir) if run_dir else []
+def _steps_and_table(run_dir: str | None, steps: list[int] | None = None) -> list:
+    """[the Step picker's update, the completions table]: a run's steps with completions (`steps` when the
+    caller has listed them), the last one chosen and shown."""
+    if steps is None:
+        steps = completion_steps(run_dir) if run_dir else []
     last = steps[-1] if steps else None
     return [gr.update(choices=steps, value=last), completions_html(run_dir, last)]
 
@@ -147,11 +148,11 @@ def build_runs_section(ctx: WebContext) -> RunsSection:
             runs = past_runs(ctx)
             ids = [r["id"] for r in runs]
             pick = ids[:OVERLAY_DEFAULT]
-            with_files = [r for r in runs if completion_steps(r["dir"])]
-            first = with_files[0] if with_files else None
+            with_files = [(r, steps) for r in runs if (steps := completion_steps(r["dir"]))]
+            first, steps = with_files[0] if with_files else (None, [])
             return [runs_table(runs), gr.update(choices=ids, value=pick), *overlay_charts(runs, pick),
-                    gr.update(choices=[r["id"] for r in with_files], value=first["id"] if first else None),
-                    *_steps_and_table(first["dir"] if first else None)]
+                    gr.update(choices=[r["id"] for r, _ in with_files], value=first["id"] if first else None),
+                    *_steps_and_table(first["dir"] if first else None, steps)]
 
     def on_pick(ids, request: gr.Request):
         with guard(ctx, request, PAGE):
