@@ -35,7 +35,7 @@ class LeanStep:
 
     def __init__(self, lm):
         self.lm = lm
-        self.rotary = _shape_known(lm)
+        self.rotary = qwen2_rotary(lm)
         self.same = None if self.rotary is not None else False      # unknown until this call's first step
         if self.rotary is not None:
             from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
@@ -43,7 +43,7 @@ class LeanStep:
             self.skipped = _skipped_modules(lm)
 
     def __call__(self, embeds: torch.Tensor, mask: torch.Tensor | None, positions: torch.Tensor, cache, own):
-        if self.same is False or (mask is not None and mask.dim() != 4) or _hooked(self.skipped):
+        if self.same is False or (mask is not None and mask.dim() != 4) or hooked(self.skipped):
             return own()
         if self.same:
             return self._forward(embeds, mask, positions, cache)
@@ -85,7 +85,7 @@ def _rms_norm(norm: nn.Module, h: torch.Tensor) -> torch.Tensor:
     return norm.weight * x.to(h.dtype)
 
 
-def _shape_known(lm):
+def qwen2_rotary(lm):
     """The model module's `apply_rotary_pos_emb` where every layer is the Qwen2 shape under SDPA; else None."""
     config = getattr(lm, "config", None)
     layers = getattr(lm, "layers", None)
@@ -128,7 +128,7 @@ def _skipped_modules(lm) -> list[nn.Module]:
             *(getattr(layer.mlp, n) for layer in lm.layers for n in _MLP)]
 
 
-def _hooked(skipped: list[nn.Module]) -> bool:
+def hooked(skipped: list[nn.Module]) -> bool:
     """Whether a hook would run on one of the `skipped` modules, or on every module (checked each step:
     energy steering may hook a layer between calls)."""
     if _module._global_forward_hooks or _module._global_forward_pre_hooks:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
+from mvp_core.model.last_position import last_position_only
 from mvp_core.train import batching
 
 # When sharing pays: the shared path runs two forwards where the plain one runs one and copies the
@@ -106,8 +107,9 @@ def completion_logits(model, encs: list[dict], comps: list[torch.Tensor], pad_id
         encoded = vision.for_prompts([encs[s] for s in starts]) if vision is not None else None
         visual = ({"mm_encoder_outputs": encoded} if encoded is not None
                   else {k: prompts[k] for k in _VISUAL if k in prompts})
-        head = model(input_ids=prompts["input_ids"], attention_mask=prompts["attention_mask"],
-                     position_ids=positions[..., starts, :P], use_cache=True, logits_to_keep=1, **visual)
+        with last_position_only(model):
+            head = model(input_ids=prompts["input_ids"], attention_mask=prompts["attention_mask"],
+                         position_ids=positions[..., starts, :P], use_cache=True, logits_to_keep=1, **visual)
     repeats = torch.tensor(counts, device=device)
     cache = _repeat_rows(head.cache, repeats)
     # 2. every completion on top of its prompt's cache
@@ -198,8 +200,9 @@ def prompt_pass(model, encs: list[dict], pad_id: int, device: torch.device) -> P
     unique = [encs[s] for s in starts]
     positions, deltas = _rope_index(model, unique, prompts, device)
     visual = {k: prompts[k] for k in _VISUAL if k in prompts}
-    head = model(input_ids=prompts["input_ids"], attention_mask=prompts["attention_mask"], position_ids=positions,
-                 use_cache=True, logits_to_keep=1, **visual)
+    with last_position_only(model):
+        head = model(input_ids=prompts["input_ids"], attention_mask=prompts["attention_mask"], position_ids=positions,
+                     use_cache=True, logits_to_keep=1, **visual)
     return PromptPass(list(encs), counts, positions, deltas.to(device), head,
                       {k: prompts[k] for k in ("input_ids", "attention_mask")})
 
@@ -239,7 +242,8 @@ def prefill_repeated(model, prompts: dict, counts: list[int]) -> tuple[dict, obj
     head = {k: (v[:, :-1] if k in ("input_ids", "attention_mask", "mm_token_type_ids") else v)
             for k, v in prompts.items()}
     owner.rope_deltas = None                     # computed afresh for these prompts by the forward
-    out = model(**head, use_cache=True, logits_to_keep=1)
+    with last_position_only(model):
+        out = model(**head, use_cache=True, logits_to_keep=1)
     repeats = torch.tensor(counts, device=prompts["input_ids"].device)
     cache = _repeat_rows(out.cache, repeats)
     owner.rope_deltas = owner.rope_deltas.repeat_interleave(repeats, dim=0)
