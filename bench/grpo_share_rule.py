@@ -36,11 +36,27 @@ def forward_backward(model, seqs, comps, pad, eos, shared: bool) -> float:
         n = b["completion_mask"].shape[1]
         inputs = {k: v for k, v in b.items() if k not in ("completion_mask", "prompt_len")}
         logits = model(**inputs, logits_to_keep=n + 1, use_cache=False).logits[:, :-1]
-    mask = b["completion_mask"]
-    ids = b["input_ids"][:, -mask.shape[1]:]
+    mean_logp_backward(logits, b)
+    return time.process_time() - t
+
+
+def mean_logp_backward(logits, batch) -> None:
+    """The backward of the completion tokens' mean log-prob (a loss of the step's shape)."""
+    mask = batch["completion_mask"]
+    ids = batch["input_ids"][:, -mask.shape[1]:]
     lp = torch.log_softmax(logits.float(), -1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
     ((lp * mask).sum() / mask.sum()).backward()
-    return time.process_time() - t
+
+
+def bench_policy(model_path: str, puzzles: str, prompts: int):
+    """(the policy in training mode on one CPU thread, its end ids, the first `prompts` puzzles' encodings)."""
+    torch.set_num_threads(1)
+    cfg = load_config(None, [f"model={model_path}", f"puzzles={puzzles}", "output_dir=/tmp/unused",
+                             "freeze_vision=true"])
+    model, processor = load_model(cfg, torch.device("cpu"))
+    model.train()
+    data = PuzzleSet.open(cfg)
+    return model, end_ids(model, processor), [data.encode(r, processor) for r in data.records[:prompts]]
 
 
 def main() -> None:
@@ -51,13 +67,7 @@ def main() -> None:
     p.add_argument("--completion-tokens", type=int, default=32)
     p.add_argument("--repeats", type=int, default=9)
     args = p.parse_args()
-    torch.set_num_threads(1)
-    cfg = load_config(None, [f"model={args.model}", f"puzzles={args.puzzles}", "output_dir=/tmp/unused"])
-    model, processor = load_model(cfg, torch.device("cpu"))
-    model.train()
-    ends = end_ids(model, processor)
-    data = PuzzleSet.open(cfg)
-    encs = [data.encode(r, processor) for r in data.records[:args.prompts]]
+    model, ends, encs = bench_policy(args.model, args.puzzles, args.prompts)
     g = torch.Generator().manual_seed(0)
     vocab = model.config.text_config.vocab_size
     points = []

@@ -43,7 +43,7 @@ _LOCK = threading.RLock()
 def last_position_only(model):
     """While the body runs, `model`'s forward in this thread runs its last decoder layer for the last
     position alone (the caller reads only the last position's logits and the cache)."""
-    lm = _language_model(model)
+    lm = language_model(model)
     rotary = qwen2_rotary(lm) if lm is not None else None
     if rotary is None or CHECKED.get(lm) is False:
         yield
@@ -61,7 +61,7 @@ def last_position_only(model):
                 del layer.forward
 
 
-def _language_model(model):
+def language_model(model):
     """The decoder stack (`.layers`, `.norm`) of a Qwen-VL model, inside DDP / PEFT wrappers; or None."""
     for m in model.modules():
         lm = getattr(m, "language_model", None)
