@@ -115,3 +115,18 @@ def test_other_shapes_hooks_filled_caches_and_other_threads_keep_the_layer(tmp_p
         t.join()
         mine, _ = _prompt_forward(lm, ids, mask)
     assert seen["out"].shape[1] == 9 and torch.equal(seen["out"], own) and mine.shape[1] == 1
+
+
+def test_under_bf16_autocast_the_path_is_kept_and_agrees_to_bf16_rounding(tmp_path):
+    model = _model(tmp_path)
+    lm = model.model.language_model
+    ids, mask = _inputs()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        full, full_cache = _prompt_forward(lm, ids, mask)
+        with last_position.last_position_only(model):
+            got, got_cache = _prompt_forward(lm, ids, mask)
+    assert last_position.CHECKED[lm] is True and got.shape[1] == 1
+    scale = float(full[:, -1:].abs().max())
+    assert torch.allclose(got.float(), full[:, -1:].float(), rtol=0, atol=3e-2 * max(scale, 1.0))
+    assert all(torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)
+               for a, b in zip(got_cache.layers, full_cache.layers))
