@@ -76,7 +76,9 @@ class _LastPosition:
     (B, P, D)."""
 
     def __init__(self, lm, layer, rotary, thread: int):
+        from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
         self.lm, self.layer, self.rotary, self.thread = lm, layer, rotary, thread
+        self.attend = ALL_ATTENTION_FUNCTIONS["sdpa"]          # the only implementation qwen2_rotary accepts
         self.own = type(layer).forward.__get__(layer)
         self.watched = [lm, lm.norm, layer, layer.self_attn, layer.mlp, layer.mlp.act_fn, layer.input_layernorm,
                         layer.post_attention_layernorm, *(getattr(layer.self_attn, n) for n in ("q_proj", "o_proj")),
@@ -111,9 +113,7 @@ class _LastPosition:
             k, v = cache.update(k, v, a.layer_idx, kwargs=kwargs)
         if keys_out is not None:
             keys_out.extend((k, v))
-        from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-        attend = ALL_ATTENTION_FUNCTIONS.get_interface(a.config._attn_implementation, None)
-        o, _ = attend(a, q, k, v, mask[:, :, -1:, :] if mask is not None else None,
+        o, _ = self.attend(a, q, k, v, mask[:, :, -1:, :] if mask is not None else None,
                       dropout=0.0 if not a.training else a.attention_dropout, scaling=a.scaling,
                       sliding_window=a.sliding_window, position_ids=position_ids, **kwargs)
         h = h[:, -1:] + a.o_proj(o.reshape(b, 1, -1).contiguous())
