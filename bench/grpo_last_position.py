@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 
-from mvp_core.model import last_position  # noqa: E402
+from mvp_core.model import last_position, vl_parts  # noqa: E402
 from mvp_core.train import shared_prompt  # noqa: E402
 from grpo_share_rule import bench_policy, mean_logp_backward  # noqa: E402
 
@@ -49,7 +49,7 @@ def main() -> None:
     g = torch.Generator().manual_seed(0)
     comps = [torch.randint(10, model.config.text_config.vocab_size, (args.completion_tokens,), generator=g)
              for _ in seqs]
-    lm = last_position.language_model(model)
+    lm = vl_parts.language_model(model)
     prompt_and_logprobs(model, seqs, comps, ends.pad, ends.stop)            # the first use's check
     if last_position.CHECKED.get(lm) is not True:
         raise SystemExit("the last-position path does not apply to this model (its first-use check)")

@@ -55,6 +55,9 @@ SFT_SHARE, GRPO_SHARE, EVAL_SHARE = 0.45, 0.40, 0.15
 # puzzle shape"). At lr 5e-5, not the config's 1e-4: at 1e-4 the lift hung on the CPU's float path (on
 # an AVX2-only CPU seed 1234 gave +0.005 and its training reward fell, where an earlier machine gave +0.105);
 # at 5e-5 four seeds gave +0.10 to +0.18 on the AVX2 CPU.
+# greedy answers per generate call: the same answers as 8 (`mvp eval`'s default) in 0.67x its CPU time on
+# the tiny models (docs/BENCHMARKS.md, "Evaluation batch")
+EVAL_BATCH = 32
 WARM_START = ROOT / "assets" / "clock-sft"
 WARM_START_VIDEO_SEED = 0      # `mvp make-videos --seed` of its training videos (its MODEL_CARD.md)
 RECIPES = {
@@ -247,7 +250,8 @@ def evaluate_all(models: dict[str, Path], test_jsonl: Path, work: Path, env, max
         out = work / "eval" / f"{name}.json"
         if not out.is_file():
             mvp("eval", "--model", models[name], "--puzzles", test_jsonl, "--out", out, "--no-db",
-                "--threads", threads, "--max-new-tokens", max_new_tokens, env=env, log=work / f"eval_{name}.log")
+                "--threads", threads, "--max-new-tokens", max_new_tokens, "--batch-puzzles", EVAL_BATCH, env=env,
+                log=work / f"eval_{name}.log")
         return json.loads(out.read_text())
     order = sorted(systems, key=lambda name: name == "base")       # the random-weight base last
     reports = {}

@@ -202,3 +202,12 @@ def test_steer_counts(tmp_path, capsys, flag):
     with pytest.raises(SystemExit) as ex:       # argparse's one line (was a transformers/pydantic traceback)
         main(["steer", "generate", "--model", str(tmp_path), "--bank", str(tmp_path / "b.pt"), flag, "0", "hi"])
     assert ex.value.code == 2 and "must be at least 1, not 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value, says", [("0", "must be at least 1, not 0"), ("-3", "must be at least 1, not -3"),
+                                         ("eight", "not a whole number")])
+def test_eval_batch_puzzles(tmp_path, capsys, value, says):
+    with pytest.raises(SystemExit) as ex:       # argparse's one line, before any puzzle or model is read
+        main(["eval", "--model", str(tmp_path), "--puzzles", str(tmp_path / "p.jsonl"), "--batch-puzzles", value])
+    err = capsys.readouterr().err
+    assert ex.value.code == 2 and says in err and "Traceback" not in err, err

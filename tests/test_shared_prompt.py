@@ -9,6 +9,7 @@ import copy
 import pytest
 import torch
 
+from mvp_core.model import vl_parts
 from mvp_core.train import batching, shared_prompt
 from mvp_core.train.config import load_config
 from mvp_core.train.data import PuzzleSet
@@ -163,7 +164,7 @@ def test_lean_decode_draws_what_generate_draws(family, video_mode, share, attent
     model_dir, model, processor = _policy(tmp_path, family)
     model.set_attn_implementation(attention)
     model.eval()
-    lm = shared_prompt.rope_owner(model).language_model
+    lm = vl_parts.rope_owner(model).language_model
     with torch.no_grad():                                   # a cache of two tokens, the first row's a pad
         cache = lm(input_ids=torch.tensor([[5, 6], [7, 8]]), attention_mask=torch.tensor([[0, 1], [1, 1]]),
                    use_cache=True).cache
@@ -171,7 +172,7 @@ def test_lean_decode_draws_what_generate_draws(family, video_mode, share, attent
     made = step_mask(torch.tensor([[0, 1, 1], [1, 1, 1]]), lm.embed_tokens(torch.tensor([[9], [9]])), cache)
     assert made.shape == ((2, 1, 1, 3) if attention == "sdpa" else (2, 3)) and step_mask.same == (attention == "sdpa")
     seqs, _, pad, _ = _sequences(model_data, tmp_path, model_dir, processor, video_mode)
-    owner = shared_prompt.rope_owner(model)
+    owner = vl_parts.rope_owner(model)
 
     def both(s, eos):
         with torch.no_grad():

@@ -48,6 +48,28 @@ def test_split_summary_counts_what_the_records_hold_on_both_engines(store_db):
         assert statements and not any("set_items" in q for q in statements), statements
 
 
+def test_the_kept_summaries_are_bounded_and_the_oldest_is_read_again(store_db, monkeypatch):
+    """The server keeps the newest KEEP_SETS summaries: one more set drops the least recently shown one,
+    which is then read from its records again (and counted the same)."""
+    from db.sets import split_summary as summary
+    monkeypatch.setattr(summary, "KEEP_SETS", 2)
+    monkeypatch.setattr(summary, "_KEPT", type(summary._KEPT)())
+    for name in ("b1", "b2", "b3"):
+        _freeze(store_db.Session, store_db.records, name, {"train": 0.5, "val": 0.25, "test": 0.25})
+    statements: list[str] = []
+    event.listen(store_db.engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+    with store_db.Session() as s:
+        first = summary.split_summary(s, "b1")
+        summary.split_summary(s, "b2")
+        summary.split_summary(s, "b1")                      # b1 shown again: b2 is now the oldest
+        summary.split_summary(s, "b3")                      # one over the bound: b2 goes
+        assert len(summary._KEPT) == 2
+        statements.clear()
+        assert summary.split_summary(s, "b1") == first      # still kept: no record read
+        assert not any("set_items" in q for q in statements), statements
+        summary.split_summary(s, "b2")                      # dropped: read again
+        assert any("set_items" in q for q in statements), statements
+
 def test_a_set_frozen_without_splits_counts_under_no_split(store_db):
     """A set stored before splits existed (its records carry none), as `mvp import` of an old set stores it."""
     from db.runs.rollout_views import set_splits

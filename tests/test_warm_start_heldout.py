@@ -33,7 +33,7 @@ def test_warm_start_solves_puzzles_of_new_videos(tmp_path):
     _mvp("synth", videos, "--data", data, "--db", f"sqlite:///{data / 'mvp.sqlite'}", "--n", 4, "--m", 2,
          "--l", 2, "--per-video", 4, "--fps", 1, "--seed", seed, "--quiet")
     run_mvp_here("eval", "--model", WARM_START, "--puzzles", data / "puzzles.jsonl", "--out", tmp_path / "sft.json",
-                 "--no-db", "--threads", "1", "--max-new-tokens", 64, check=True)
+                 "--no-db", "--threads", "1", "--max-new-tokens", 64, "--batch-puzzles", 32, check=True)
 
     puzzles = [Puzzle.from_dict(json.loads(x)) for x in (data / "puzzles.jsonl").read_text().splitlines() if x.strip()]
     scores = system_scores(puzzles, {"sft": json.loads((tmp_path / "sft.json").read_text())})

@@ -4,11 +4,13 @@ table, Train's split pickers, Rollouts' eval and steering-bank forms).
 Read by the database's own JSON functions in one grouped query (SQLite's `json_extract`, PostgreSQL's
 `jsonb_extract_path_text`), not by parsing every record in Python: `load_set` of a 100,000-puzzle set took 3.4-3.7 s, and the
 Rollouts page's load did it three times. A frozen set never changes (docs/store.md), so the summary is
-kept per (database, set, content hash) for the server's life: the first page to show a set reads it,
-the next ones do not."""
+kept per (database, set, content hash): the first page to show a set reads it, the next ones do not.
+The newest `KEEP_SETS` summaries are kept (a few counts each; a deleted or never-shown-again set's
+entry is dropped once that many newer ones are shown)."""
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 
 from sqlalchemy import func, literal, select
 from sqlalchemy.dialects.postgresql import JSONB
@@ -17,7 +19,8 @@ from sqlalchemy.orm import Session
 from db.models.curation import SetItem
 from db.sets.curated import SPLITS, get_set
 
-_KEPT: dict[tuple, dict[str, dict[str, int]]] = {}
+KEEP_SETS = 512
+_KEPT: OrderedDict[tuple, dict[str, dict[str, int]]] = OrderedDict()
 _LOCK = threading.Lock()
 
 
@@ -29,10 +32,14 @@ def split_summary(session: Session, name: str) -> dict[str, dict[str, int]]:
     key = (session.get_bind().url.render_as_string(hide_password=True), cs.id, cs.content_hash)
     with _LOCK:
         kept = _KEPT.get(key)
+        if kept is not None:
+            _KEPT.move_to_end(key)
     if kept is None:
         kept = _read(session, cs.id)
         with _LOCK:
             _KEPT[key] = kept
+            while len(_KEPT) > KEEP_SETS:
+                _KEPT.popitem(last=False)
     return {k: dict(v) for k, v in kept.items()}
 
 

@@ -20,7 +20,8 @@ import torch
 from mvp_core.model.kv_room import with_room
 from mvp_core.model.lean_step import LeanStep
 from mvp_core.model.sampler import SamplerSettings, placeholder_token_ids, sample, token_ids
-from mvp_core.train.shared_prompt import prefill_repeated, rope_owner
+from mvp_core.model.vl_parts import rope_owner
+from mvp_core.train.shared_prompt import prefill_repeated
 
 
 def supports(s: SamplerSettings) -> bool:

@@ -30,6 +30,7 @@ import torch
 from transformers.cache_utils import DynamicLayer
 
 from mvp_core.model.lean_step import hooked, qwen2_rotary
+from mvp_core.model.vl_parts import language_model
 
 # the first use's agreement bound on the last hidden state, relative to its largest value: the same sums
 # taken in another order differ by ~1e-6 in float32 and ~1e-2 under 16-bit autocast; a layer computing
@@ -60,15 +61,6 @@ def last_position_only(model):
         if mine:
             with _LOCK:
                 del layer.forward
-
-
-def language_model(model):
-    """The decoder stack (`.layers`, `.norm`) of a Qwen-VL model, inside DDP / PEFT wrappers; or None."""
-    for m in model.modules():
-        lm = getattr(m, "language_model", None)
-        if lm is not None and hasattr(lm, "layers") and hasattr(lm, "norm"):
-            return lm
-    return None
 
 
 class _LastPosition:

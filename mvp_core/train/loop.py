@@ -27,7 +27,7 @@ from mvp_core.train.lifecycle import Trainer
 from mvp_core.train.loss import entropy_from_logits, group_advantages, grpo_loss, selective_log_softmax
 from mvp_core.train.model_setup import find_visual, optimizer_step, reference_model
 from mvp_core.train.runlog import RunLogger, step_metrics
-from mvp_core.model import decode
+from mvp_core.model import decode, vl_parts
 from mvp_core.model.rollout import scored_row
 from mvp_core.model.sampler import SamplerSettings, placeholder_token_ids, sample
 
@@ -242,7 +242,7 @@ def generate(ctx: StepContext, seq_encs: list[dict]) -> list[torch.Tensor]:
         if batch is not None and decode.supports(settings):
             # decode runs under inference_mode (its tensors then never reach autograd); the clone is a
             # normal tensor, which the log-prob forward may save for backward
-            new = decode.sample_from_prefill(gen_model, batch, shared_prompt.rope_owner(gen_model).rope_deltas,
+            new = decode.sample_from_prefill(gen_model, batch, vl_parts.rope_owner(gen_model).rope_deltas,
                                              settings, ctx.pad_id, ctx.eos_ids).clone()
         else:
             if batch is None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from mvp_core.model.last_position import last_position_only
+from mvp_core.model.vl_parts import rope_owner
 from mvp_core.train import batching
 
 # When sharing pays: the shared path runs two forwards where the plain one runs one and copies the
@@ -43,14 +44,6 @@ def runs_of_same_prompt(encs: list[dict]) -> list[int]:
             counts.append(1)
         last = e
     return counts
-
-
-def rope_owner(model):
-    """The submodule with `get_rope_index` (the VL model inside DDP / PEFT wrappers), or None."""
-    for m in model.modules():
-        if callable(getattr(m, "get_rope_index", None)):
-            return m
-    return None
 
 
 def can_share(model, gradient_checkpointing: bool) -> bool:
