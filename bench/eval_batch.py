@@ -54,7 +54,8 @@ def main() -> None:
     for b in sizes:
         med = statistics.median(cpu[b])
         same = answers[b] == answers[sizes[0]]
-        print(f"  {b:3d} per call: {med:6.2f} s  {med / base:.2f}x of {sizes[0]}  answers the same as {sizes[0]}: {same}")
+        print(f"  {b:3d} per call: {med:6.2f} s  {med / base:.2f}x of {sizes[0]}  "
+              f"answers the same as {sizes[0]}: {same}")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,12 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parent.parent / "tests"
+# config.stash key: the tests this run collected but `-m` / `-k` left out (tests/conftest.py
+# `pytest_deselected`), so the whole collection is known without collecting again
+DESELECTED = pytest.StashKey[list]()
 # the session fixtures that start a server on data of their own (tests/fixtures_web*.py, fixtures_security.py)
 STUDIOS = ("web_app", "named_studio", "sec_server", "studio")
 

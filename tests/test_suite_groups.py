@@ -8,14 +8,14 @@ import os
 import subprocess
 import sys
 
-from testkit.suite_groups import STUDIOS, TESTS, file_groups, studios_from_items, studios_used, unit_of
+from testkit.suite_groups import DESELECTED, STUDIOS, TESTS, file_groups, studios_from_items, studios_used, unit_of
 
 
 def _collected(request, tmp_path) -> dict[str, set[str]]:
-    """What pytest resolves: from this run's collection when it holds every test file (the whole suite),
-    else from a collection of tests/ of its own."""
+    """What pytest resolves: from this run's collection when it holds every test file (the whole suite, or
+    the fast subset with what its `-m` deselected), else from a collection of tests/ of its own."""
     files = {p.name for p in TESTS.glob("test_*.py")}
-    seen = studios_from_items(request.session.items)
+    seen = studios_from_items([*request.session.items, *request.config.stash.get(DESELECTED, [])])
     if files <= seen.keys():
         return seen
     out = tmp_path / "studios.json"
