@@ -17,6 +17,7 @@ ENV DEBIAN_FRONTEND=noninteractive \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
+    UV_NO_CACHE=1 \
     MVP_DATA_DIR=/data \
     MVP_SECURE_COOKIES=1 \
     GRADIO_ANALYTICS_ENABLED=False
@@ -35,7 +36,7 @@ ENV PATH=/opt/venv/bin:$PATH
 # dependency files alone so a code change does not reinstall torch; then again with the code (the
 # editable install of the project itself).
 COPY requirements.txt requirements-dev.txt pyproject.toml setup.py README.md ./
-COPY scripts/setup_env.sh ./scripts/
+COPY scripts/setup_env.sh scripts/pip_settings_for_uv.py ./scripts/
 RUN mkdir -p app db mvp_core static configs assets && VENV=/opt/venv PYTHON=python3.11 scripts/setup_env.sh runtime \
  && rm -f /opt/venv/.installed-*
 COPY app ./app

@@ -12,6 +12,25 @@ if [ ! -x "$V"/bin/python ]; then
   "$PY" -m venv "$V"
   "$V"/bin/pip install -q --upgrade pip
 fi
+# The pins go in through uv (pinned below), which resolves and unpacks in parallel and links a second
+# environment's files from its cache: on the 2-core machine the runtime pins took 44 s against pip's 111 s,
+# and CI builds two environments at once (docs/BENCHMARKS.md, "Environment setup"). It gets pip's package
+# sources here (scripts/pip_settings_for_uv.py; uv reads no pip configuration) and pip's rule across indexes
+# (the best version anywhere), and writes the bytecode pip writes; if uv cannot install, pip does.
+UV_PIN="uv==0.13.10"
+install_pins() {
+  local sources
+  if "$V"/bin/pip install -q "$UV_PIN" && sources="$("$V"/bin/python scripts/pip_settings_for_uv.py)"; then
+    mapfile -t sources <<<"$sources"
+    [ -n "${sources[0]:-}" ] || sources=()
+    if "$V"/bin/uv pip install -q --python "$V/bin/python" --compile-bytecode --index-strategy unsafe-best-match \
+         "${sources[@]}" -r "$1"; then
+      return 0
+    fi
+  fi
+  echo "setup_env: uv could not install $1; installing with pip" >&2
+  "$V"/bin/pip install -q -r "$1"
+}
 hash="$(cat requirements.txt requirements-dev.txt pyproject.toml setup.py | sha256sum | cut -c1-16)"
 stamp="$V/.installed-$kind-$hash"
 # dev includes runtime (-r requirements.txt): a dev install needs no second pip run
@@ -25,7 +44,7 @@ if [ ! -f "$stamp" ] && [ ! -f "$V/.installed-dev-$hash" ]; then
   elif ! command -v nvidia-smi >/dev/null 2>&1; then
     echo "setup_env: no GPU seen; torch comes from PyPI as its CUDA build (TORCH_INDEX_URL=... for a CPU one: docs/install.md)" >&2
   fi
-  "$V"/bin/pip install -q -r "$req"
+  install_pins "$req"
   "$V"/bin/pip install -q --no-deps -e .
   touch "$stamp"
 fi

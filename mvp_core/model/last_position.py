@@ -124,7 +124,7 @@ class _LastPosition:
         mine_kv: list = []
         mine = self._forward(h, mask, position_ids, cache, position_embeddings, kwargs, mine_kv)
         last = theirs[:, -1:]
-        bound = _TOLERANCE["autocast16" if _autocast16(h) else "float32"] * max(float(last.abs().max()), 1.0)
+        bound = _TOLERANCE["autocast16" if _autocast16(h) else "float32"] * max(float(last.detach().abs().max()), 1.0)
         same = theirs.shape[1] == h.shape[1] and bool(torch.allclose(mine, last, rtol=0.0, atol=bound))
         if cached is not None:
             same = same and all(torch.equal(x, y) for x, y in zip(cached, mine_kv))
