@@ -10,7 +10,6 @@ PY="${PYTHON:-python3}"
 V="${VENV:-.venv}"
 if [ ! -x "$V"/bin/python ]; then
   "$PY" -m venv "$V"
-  "$V"/bin/pip install -q --upgrade pip
 fi
 # The pins go in through uv (pinned below), which resolves and unpacks in parallel and links a second
 # environment's files from its cache: on the 2-core machine the runtime pins took 44 s against pip's 111 s,
@@ -18,18 +17,21 @@ fi
 # sources here (scripts/pip_settings_for_uv.py; uv reads no pip configuration) and pip's rule across indexes
 # (the best version anywhere), and writes the bytecode pip writes; if uv cannot install, pip does.
 UV_PIN="uv==0.13.10"
-install_pins() {
+install_pins() {   # the pins of $1, then the checkout itself (--no-deps -e .)
   local sources
   if "$V"/bin/pip install -q "$UV_PIN" && sources="$("$V"/bin/python scripts/pip_settings_for_uv.py)"; then
     mapfile -t sources <<<"$sources"
     [ -n "${sources[0]:-}" ] || sources=()
-    if "$V"/bin/uv pip install -q --python "$V/bin/python" --compile-bytecode --index-strategy unsafe-best-match \
-         "${sources[@]}" -r "$1"; then
+    local uv=("$V"/bin/uv pip install -q --python "$V/bin/python" --compile-bytecode
+              --index-strategy unsafe-best-match "${sources[@]}")
+    if "${uv[@]}" -r "$1" && "${uv[@]}" --no-deps -e .; then
       return 0
     fi
   fi
   echo "setup_env: uv could not install $1; installing with pip" >&2
+  "$V"/bin/pip install -q --upgrade pip
   "$V"/bin/pip install -q -r "$1"
+  "$V"/bin/pip install -q --no-deps -e .
 }
 hash="$(cat requirements.txt requirements-dev.txt pyproject.toml setup.py | sha256sum | cut -c1-16)"
 stamp="$V/.installed-$kind-$hash"
@@ -45,6 +47,5 @@ if [ ! -f "$stamp" ] && [ ! -f "$V/.installed-dev-$hash" ]; then
     echo "setup_env: no GPU seen; torch comes from PyPI as its CUDA build (TORCH_INDEX_URL=... for a CPU one: docs/install.md)" >&2
   fi
   install_pins "$req"
-  "$V"/bin/pip install -q --no-deps -e .
   touch "$stamp"
 fi
