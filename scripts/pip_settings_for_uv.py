@@ -1,6 +1,7 @@
 """Print pip's configured package sources here (pip.conf files and PIP_* variables: indexes, find-links
 folders, constraint files) as `uv pip install` flags, one shell word per line. uv reads no pip configuration,
 and scripts/setup_env.sh must install what pip would on the same machine."""
+import os
 import subprocess
 import sys
 
@@ -13,7 +14,9 @@ for line in listing.splitlines():          # e.g. global.find-links='/opt/wheels
     key, _, value = line.partition("=")
     flag = FLAGS.get(key.rsplit(".", 1)[-1])
     for item in value.strip().strip("'\"").split() if flag else ():
-        if (flag, item) not in seen:
+        # pip passes over a find-links folder that is not there; uv would stop on it
+        missing = flag == "--find-links" and "://" not in item and not os.path.exists(item)
+        if (flag, item) not in seen and not missing:
             seen.add((flag, item))
             print(flag)
             print(item)

@@ -11,18 +11,19 @@ V="${VENV:-.venv}"
 if [ ! -x "$V"/bin/python ]; then
   "$PY" -m venv "$V"
 fi
-# The pins go in through uv (pinned below), which resolves and unpacks in parallel and links a second
-# environment's files from its cache: on the 2-core machine the runtime pins took 44 s against pip's 111 s,
-# and CI builds two environments at once (docs/BENCHMARKS.md, "Environment setup"). It gets pip's package
-# sources here (scripts/pip_settings_for_uv.py; uv reads no pip configuration) and pip's rule across indexes
-# (the best version anywhere), and writes the bytecode pip writes; if uv cannot install, pip does.
+# The pins go in through uv (pinned below), which downloads and unpacks in parallel and links a second
+# environment's files from its cache: on the 2-core machine a runtime environment took 60 s against pip's 121 s,
+# and CI builds two at once (docs/BENCHMARKS.md, "Environment setup"; docs/install.md). uv reads no pip
+# configuration, so it gets pip's package sources here (scripts/pip_settings_for_uv.py), the system's
+# certificates (--native-tls), pip's rule across indexes (the best version anywhere) and writes the bytecode
+# pip writes; where uv cannot install, pip does.
 UV_PIN="uv==0.13.10"
 install_pins() {   # the pins of $1, then the checkout itself (--no-deps -e .)
   local sources
   if "$V"/bin/pip install -q "$UV_PIN" && sources="$("$V"/bin/python scripts/pip_settings_for_uv.py)"; then
     mapfile -t sources <<<"$sources"
     [ -n "${sources[0]:-}" ] || sources=()
-    local uv=("$V"/bin/uv pip install -q --python "$V/bin/python" --compile-bytecode
+    local uv=("$V"/bin/uv pip install -q --python "$V/bin/python" --compile-bytecode --native-tls
               --index-strategy unsafe-best-match "${sources[@]}")
     if "${uv[@]}" -r "$1" && "${uv[@]}" --no-deps -e .; then
       return 0
