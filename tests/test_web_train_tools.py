@@ -11,6 +11,7 @@ import pytest
 from fixtures_web import ARTIFACTS, shot
 from fixtures_web_named_runs import GRPO, SFT, SPLIT_SET
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from testkit.web import wait_settled
 
 from app.web.pages.train.compare import diff_rows
 from app.web.pages.train.explore import smooth
@@ -42,6 +43,9 @@ def test_two_configs_side_by_side_with_differences_marked(named_studio, open_as,
     page = open_as(named_studio.url, "rhea", "/train/")
     page.set_viewport_size({"width": width, "height": 900})
     page.wait_for_selector("#train-cfg-a input", timeout=60000)
+    # the page's load events answered first, as a user waits for a page: an answer arriving while a dropdown is
+    # open moves its input, and Gradio's list (placed where the input was when it opened) is left off screen
+    wait_settled(page)
     _pick(page, "train-cfg-a", SFT)
     _pick(page, "train-cfg-b", GRPO)
     _wait(page, f"document.querySelector('#train-cfg-diff th:nth-child(3)')?.innerText === {json.dumps(GRPO)}"
