@@ -9,7 +9,10 @@ Variants: `tests` = the tests' launch (testkit.web TEST_CHROMIUM, Debian's chrom
 CHROMIUM_ARGS); `full-chromium` = the same flags on /usr/bin/chromium, whose --headless is the whole browser
 without a window (the tests' launch before); `one-renderer` adds flags that keep Chromium to one renderer
 process without site isolation; `reuse` is the tests' launch with one context reused for every load (what
-sharing a logged-in context across tests would save). `--variants` picks some.
+sharing a logged-in context across tests would save); `tabs` is one context with a new tab for each load
+(what tests/fixtures_web.py `open_as` does), `tabs-per-site` the same with --process-per-site (the tabs
+of one site share a renderer process, and so its V8 isolate), `persistent` a new tab each load in a
+persistent profile (a disk cache, where Chromium keeps compiled scripts). `--variants` picks some.
 With --compare OLD_TREE a second server runs from that tree and `tests` loads its pages too
 (`tests@compare`), interleaved with the rest: the server's CPU per page of this tree beside the old one's.
 
@@ -29,25 +32,43 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from testkit.measure import cpu_seconds, load_avg  # noqa: E402
-from testkit.web import CHROMIUM, CHROMIUM_ARGS, TEST_CHROMIUM, browser_login  # noqa: E402
+from testkit.web import CHROMIUM, CHROMIUM_ARGS, TEST_CHROMIUM, browser_login, fill_login  # noqa: E402
 
 USER, PASSWORD = "ada", "ada-bench-password-1"
 ONE_RENDERER = ["--renderer-process-limit=1", "--disable-site-isolation-trials",
                 "--disable-features=site-per-process,IsolateOrigins,Translate,MediaRouter,OptimizationHints"]
 VARIANTS = {"tests": (TEST_CHROMIUM, CHROMIUM_ARGS), "full-chromium": (CHROMIUM, CHROMIUM_ARGS),
-            "one-renderer": (TEST_CHROMIUM, CHROMIUM_ARGS + ONE_RENDERER), "reuse": (TEST_CHROMIUM, CHROMIUM_ARGS)}
+            "one-renderer": (TEST_CHROMIUM, CHROMIUM_ARGS + ONE_RENDERER), "reuse": (TEST_CHROMIUM, CHROMIUM_ARGS),
+            "tabs": (TEST_CHROMIUM, CHROMIUM_ARGS),
+            "tabs-per-site": (TEST_CHROMIUM, CHROMIUM_ARGS + ["--process-per-site"]),
+            "persistent": (TEST_CHROMIUM, CHROMIUM_ARGS)}
 
 
 def worker(variant: str, url: str, page_path: str, loads: int) -> None:
     from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
+    with sync_playwright() as p, tempfile.TemporaryDirectory() as profile:
         exe, args = VARIANTS[variant]
-        b = p.chromium.launch(executable_path=exe, headless=True, args=args)
-        ctx = None
-        for i in range(loads):
+        if variant == "persistent":
+            b = None
+            ctx = p.chromium.launch_persistent_context(profile, executable_path=exe, headless=True,
+                                                       args=args)
+        else:
+            b = p.chromium.launch(executable_path=exe, headless=True, args=args)
+            ctx = None
+        for _ in range(loads):
             if variant == "reuse" and ctx is not None:
                 page = ctx.pages[0]
                 page.goto(url + page_path)
+            elif variant.startswith("tabs") or variant == "persistent":
+                if ctx is None:
+                    ctx, page = browser_login(b, url, USER, PASSWORD, path=page_path)
+                else:
+                    if ctx.pages:
+                        ctx.pages[-1].close()
+                    page = ctx.new_page()
+                    page.goto(url + page_path)
+                    if page.url.split("?")[0].endswith("/login"):
+                        fill_login(page, USER, PASSWORD)
             else:
                 if ctx is not None:
                     ctx.close()
@@ -55,7 +76,8 @@ def worker(variant: str, url: str, page_path: str, loads: int) -> None:
             page.wait_for_selector("#mvp-nav, nav", timeout=120000)
             page.wait_for_load_state("networkidle", timeout=120000)
         ctx.close()
-        b.close()
+        if b is not None:
+            b.close()
 
 
 def run_worker(variant: str, url: str, page_path: str, loads: int, server_pid: int) -> tuple[float, float]:

@@ -123,6 +123,23 @@ def wait_settled(page, timeout_ms: float = 30000, quiet_ms: int = 250) -> None:
     page.wait_for_function(SETTLED_JS, timeout=timeout_ms)
 
 
+def pick(page, elem_id: str, text, attempts: int = 6) -> None:
+    """Choose an entry of the Gradio dropdown `#elem_id` by (part of) its visible label (a str or a
+    compiled pattern), as a user does: open it, click the entry. Gradio draws the open list where the
+    input was when it opened, so an answer that moves the input meanwhile (a load event's) leaves the
+    list off screen: the user closes it and opens it again, and so does this, every 5 s, `attempts` times."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    for attempt in range(attempts):
+        page.click(f"#{elem_id} input")
+        try:
+            page.locator("li[role=option]", has_text=text).first.click(timeout=5000)
+            return
+        except PlaywrightTimeout:
+            if attempt == attempts - 1:
+                raise
+            page.keyboard.press("Escape")
+
+
 def fill_login(page, name: str, password: str) -> None:
     """Log in on the login form `page` shows."""
     page.fill("#login-user", name)

@@ -131,12 +131,15 @@ def test_cut_short_rollout_run_is_resumed_without_duplicates(demo_data):
     assert (demo_data / "models" / "tiny-random-qwen25vl" / "config.json").is_file()
 
 
-def test_sigterm_stops_the_demo_and_its_child(tmp_path):
-    """demo_trained._mvp under SIGTERM (as `mvp demo` sets it up): the child goes too, exit 130."""
+@pytest.mark.parametrize("each", [False, True], ids=["one command", "commands in one process"])
+def test_sigterm_stops_the_demo_and_its_child(tmp_path, each):
+    """demo_trained._mvp (and _mvp_each) under SIGTERM (as `mvp demo` sets it up): the child goes too, exit 130."""
+    call = (f"d._mvp('make-videos', {str(tmp_path / 'v')!r}, '--n', 100000, '--kinds', 'clock')" if not each else
+            f"d._mvp_each([('make-videos', {str(tmp_path / 'v')!r}, '--n', 100000, '--kinds', 'clock')])")
     code = ("import sys; from app.cli.demo import _interrupt_on_sigterm; from app.cli import demo_trained as d\n"
             "_interrupt_on_sigterm()\n"
             "try:\n"
-            f"    d._mvp('make-videos', {str(tmp_path / 'v')!r}, '--n', 100000, '--kinds', 'clock')\n"
+            f"    {call}\n"
             "except KeyboardInterrupt:\n"
             "    print('interrupted', file=sys.stderr); sys.exit(130)\n")
     p = subprocess.Popen([PY, "-c", code], cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -158,6 +161,26 @@ def test_sigterm_stops_the_demo_and_its_child(tmp_path):
         for _ in range(50):          # reaped by the demo; gone within a moment
             os.kill(child, 0)
             time.sleep(0.1)
+
+
+def test_commands_in_one_process_stop_at_the_first_that_fails(tmp_path):
+    """demo_trained._mvp_each (the demo's rollouts, one interpreter for all): in order, through the CLI's
+    own entry point; the first failure ends it with the CLI's one-line error and a one-line demo error,
+    and nothing after it runs."""
+    from app.cli import demo_trained as d
+    code = ("import sys; from app.cli import demo_trained as d; from mvp_core.errors import UserError\n"
+            "try:\n"
+            f"    d._mvp_each([('make-videos', {str(tmp_path / 'a')!r}, '--n', 1, '--seed', 3, '--kinds', 'clock'),\n"
+            f"                 ('make-videos', {str(tmp_path / 'b')!r}, '--n', 1, '--kinds', 'no-such-kind'),\n"
+            f"                 ('make-videos', {str(tmp_path / 'c')!r}, '--n', 1, '--kinds', 'clock')])\n"
+            "except UserError as e:\n"
+            "    print(f'error: {e}', file=sys.stderr); sys.exit(2)\n")
+    r = subprocess.run([PY, "-c", code], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "error: unknown kind 'no-such-kind'" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == "error: demo: `mvp make-videos` failed (exit 2; see above)"
+    assert len(list((tmp_path / "a").glob("*.mp4"))) == 1 and not (tmp_path / "c").exists()
+    d._mvp_each([])                    # nothing to do: no process at all
 
 
 @pytest.mark.serve

@@ -8,14 +8,10 @@ from datetime import UTC, datetime
 import pytest
 from fixtures_web import shot
 from sqlalchemy import select
+from testkit.web import pick
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 RUN = "steer-web-run"
-
-
-def pick(page, elem_id: str, text: str) -> None:
-    page.click(f"#{elem_id} input")
-    page.locator("li[role=option]", has_text=text).first.click()
 
 
 @pytest.fixture(scope="module")

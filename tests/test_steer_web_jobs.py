@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 import pytest
 from fixtures_model import make_puzzles
 from fixtures_web import PASSWORDS, Server, free_port, shot
+from testkit.web import pick
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 RUN, SET = "bank-run", "bank-set"
@@ -61,11 +62,6 @@ def bank_app(tmp_path_factory, sample_videos, tiny_model_dir):
     srv = Server(data, db_url, free_port(), base / "serve.log").start()
     yield srv.url, data, recs
     srv.stop()
-
-
-def pick(page, elem_id: str, text: str) -> None:
-    page.click(f"#{elem_id} input")
-    page.locator("li[role=option]", has_text=text).first.click()
 
 
 def open_bank_panel(page) -> None:

@@ -9,7 +9,7 @@ import json
 import pytest
 from fixtures_web import shot
 from fixtures_web_named_runs import GRPO, SFT
-from testkit.web import dataframe_rows
+from testkit.web import dataframe_rows, pick
 
 pytestmark = [pytest.mark.browser]
 
@@ -43,11 +43,6 @@ def _wait_status(page, text: str) -> None:
                            timeout=60000)
 
 
-def _pick(page, elem_id: str, text: str) -> None:
-    page.click(f"#{elem_id} input")
-    page.locator("li[role=option]", has_text=text).first.click()
-
-
 @pytest.mark.parametrize("width", [1280, 390])
 def test_answers_table_sorts_filters_groups_and_opens_a_puzzle(named_studio, open_as, width):
     want = _expected(named_studio.Session)
@@ -61,7 +56,7 @@ def test_answers_table_sorts_filters_groups_and_opens_a_puzzle(named_studio, ope
         assert any(h in x for x in headers), headers
 
     # sort by total reward, largest first: the server's order over every puzzle
-    _pick(page, "ro-t-sort", "total")
+    pick(page, "ro-t-sort", "total")
     page.locator("#ro-t-desc input").check()
     from db.runs.answers_table import SORT_DECIMALS      # means compare at these decimals, then by puzzle
     order = sorted(want, key=lambda p: (-round(want[p][GRPO + " total"], SORT_DECIMALS), p))
@@ -132,7 +127,7 @@ def test_pages_step_back_and_forth_and_a_change_goes_to_page_one(named_studio, m
     on page 1 (each control's change is one event that reads the page as it is then)."""
     page = open_as(named_studio.url, "rhea", "/rollouts/")
     page.wait_for_selector(ROW, timeout=60000)
-    _pick(page, "ro-ckpt", many_answers)
+    pick(page, "ro-ckpt", many_answers)
     _wait_status(page, "puzzle rows 1-")
     page.locator("#ro-t-level label", has_text="per answer").click()
     n = 16 * len(_expected(named_studio.Session))
@@ -153,7 +148,7 @@ def test_pages_step_back_and_forth_and_a_change_goes_to_page_one(named_studio, m
     _wait_status(page, f"answer rows 1-25 of {n} · page 1 ")
     page.click("#ro-t-next")
     _wait_status(page, " · page 2 ")
-    _pick(page, "ro-t-sort", "total")
+    pick(page, "ro-t-sort", "total")
     _wait_status(page, f"answer rows 1-25 of {n} · page 1 ")
     assert page.input_value("#ro-t-page input") == "1"
 

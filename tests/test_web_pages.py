@@ -6,15 +6,9 @@ import pytest
 from fixtures_web import RUN_ID, G, login, shot
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from sqlalchemy import select
-from testkit.web import EVENT_HOOK, dataframe_rows, wait_settled
+from testkit.web import EVENT_HOOK, dataframe_rows, pick, wait_settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-def pick(page, elem_id: str, text: str) -> None:
-    """Choose an entry of a Gradio dropdown by (part of) its visible label."""
-    page.click(f"#{elem_id} input")
-    page.locator("li[role=option]", has_text=text).first.click()
 
 
 def test_researcher_sees_a_videos_rollouts(web_app, open_as):

@@ -8,16 +8,12 @@ from __future__ import annotations
 import pytest
 from fixtures_web import shot
 from fixtures_web_named_runs import GRPO, SFT, SPLIT_SET
+from testkit.web import pick
 
 pytestmark = [pytest.mark.browser]
 
 GRPO_LABEL = f"{GRPO} · step 60 · GRPO from warm start SFT run {SFT} step 2"
 SFT_LABEL = f"{SFT} · step 2 · SFT from model tiny-model"
-
-
-def pick(page, elem_id: str, text: str) -> None:
-    page.click(f"#{elem_id} input")
-    page.locator("li[role=option]", has_text=text).first.click()
 
 
 def test_versions_are_named_by_what_they_are(named_studio):

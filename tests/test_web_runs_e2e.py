@@ -13,15 +13,11 @@ import time
 
 import pytest
 from fixtures_web import login, shot
+from testkit.web import pick
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SET = "e2e-set"
 G = 8
-
-
-def pick(page, elem_id: str, text: "str | re.Pattern") -> None:
-    page.click(f"#{elem_id} input")
-    page.locator("li[role=option]", has_text=text).first.click()
 
 
 def curate_all(browser, studio) -> int:

@@ -13,6 +13,7 @@ import pytest
 import yaml
 from fixtures_web import shot
 from fixtures_web_named_runs import GRPO, NO_SIGNAL_STEPS, SFT, SPLIT_SET
+from testkit.web import pick
 
 pytestmark = [pytest.mark.browser]
 
@@ -43,11 +44,6 @@ def test_no_signal_warnings_from_the_metrics_log():
     assert warnings([{"step": s, "reward_std": 0.1, "grad_norm": -1.0} for s in range(9)]) == []
 
 
-def _pick(page, elem_id: str, text: str) -> None:
-    page.click(f"#{elem_id} input")
-    page.locator("li[role=option]", has_text=text).first.click()
-
-
 def _note(page, attr: str) -> str:
     return page.locator("#train-split-note").get_attribute(attr)
 
@@ -75,15 +71,15 @@ def test_train_page_shows_sets_and_enforces_the_splits(named_studio, open_as):
         page.wait_for_selector("#train-split-note", timeout=60000)
         page.wait_for_function("document.querySelector('#train-set input')?.value", timeout=30000)
         if SPLIT_SET not in page.input_value("#train-set input"):
-            _pick(page, "train-set", SPLIT_SET)
+            pick(page, "train-set", SPLIT_SET)
         page.wait_for_function("document.querySelector('#train-split-note')?.dataset.eval === 'val'", timeout=30000)
         assert _note(page, "data-splits") == "train" and _note(page, "data-overlap") == "0"
         assert page.locator("#train-splits input[type=checkbox]:checked").count() == 1
         # evaluating on the split it trains on: marked, and refused without the explicit tick
-        _pick(page, "train-eval-split", "train")
+        pick(page, "train-eval-split", "train")
         page.wait_for_function("document.querySelector('#train-split-note')?.dataset.overlap === '1'", timeout=30000)
         assert "measures memory" in page.inner_text("#train-split-note")
-        _pick(page, "train-model", "tiny-model (local model)")
+        pick(page, "train-model", "tiny-model (local model)")
         page.locator("#train-max-steps input").fill("1")
         page.locator("#train-save-steps input").fill("1")
         page.click("#train-launch")
@@ -91,7 +87,7 @@ def test_train_page_shows_sets_and_enforces_the_splits(named_studio, open_as):
         assert set((named_studio.data_dir / "runs").glob("*-grpo-*")) == before   # nothing launched
         shot(page, "train-split-overlap")
         # held out again (val): the run starts, reading train only and evaluating on val
-        _pick(page, "train-eval-split", "val")
+        pick(page, "train-eval-split", "val")
         page.wait_for_function("document.querySelector('#train-split-note')?.dataset.overlap === '0'", timeout=30000)
         page.click("#train-launch")
         page.wait_for_selector("#train-msg:has-text('launched')", timeout=60000)

@@ -11,7 +11,7 @@ import pytest
 from fixtures_web import ARTIFACTS, shot
 from fixtures_web_named_runs import GRPO, SFT, SPLIT_SET
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from testkit.web import wait_settled
+from testkit.web import pick, wait_settled
 
 from app.web.pages.train.compare import diff_rows
 from app.web.pages.train.explore import smooth
@@ -33,11 +33,6 @@ def _wait(page, expr: str, timeout: int = 60000) -> None:
     page.wait_for_function(expr, timeout=timeout)
 
 
-def _pick(page, elem_id: str, text: str) -> None:
-    page.click(f"#{elem_id} input")
-    page.locator("li[role=option]", has_text=text).first.click()
-
-
 @pytest.mark.parametrize("width", [1280, 390])
 def test_two_configs_side_by_side_with_differences_marked(named_studio, open_as, width):
     page = open_as(named_studio.url, "rhea", "/train/")
@@ -46,8 +41,8 @@ def test_two_configs_side_by_side_with_differences_marked(named_studio, open_as,
     # the page's load events answered first, as a user waits for a page: an answer arriving while a dropdown is
     # open moves its input, and Gradio's list (placed where the input was when it opened) is left off screen
     wait_settled(page)
-    _pick(page, "train-cfg-a", SFT)
-    _pick(page, "train-cfg-b", GRPO)
+    pick(page, "train-cfg-a", SFT)
+    pick(page, "train-cfg-b", GRPO)
     _wait(page, f"document.querySelector('#train-cfg-diff th:nth-child(3)')?.innerText === {json.dumps(GRPO)}"
                 f" && document.querySelector('#train-cfg-diff th:nth-child(2)')?.innerText === {json.dumps(SFT)}")
     marked = page.eval_on_selector_all("#train-cfg-diff tr.mvp-diff", "rs => rs.map(r => r.dataset.key)")
@@ -189,7 +184,7 @@ def test_explore_a_metric_hover_zoom_and_hide_a_run(named_studio, open_as, width
     theme = "dark" if width == 1280 else "light"
     page = _open_train(open_as, named_studio.url, width, theme)
     page.wait_for_selector("#train-x-plot .js-plotly-plot .nsewdrag", timeout=60000)
-    _pick(page, "train-x-metric", "loss")
+    pick(page, "train-x-metric", "loss")
     _wait(page, f"{GD}?.data?.length === 2")                    # one line per run
     page.locator("#train-x-plot").scroll_into_view_if_needed()
     assert page.evaluate(f"{GD}._fullLayout.yaxis.title.text") == "loss"

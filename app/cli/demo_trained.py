@@ -36,8 +36,27 @@ OWN_SHAPE_SEED, OWN_SHAPE_VIDEOS = 2, 20        # new clock videos (not the warm
 
 
 def _mvp(*args, deadline: float | None = None) -> None:
-    cmd = [sys.executable, "-m", "app.cli", *map(str, args)]
-    proc = subprocess.Popen(cmd, cwd=ROOT)
+    """`mvp ARGS` in a child process; SIGTERM at `deadline` (the trainer saves a checkpoint)."""
+    _watch(subprocess.Popen([sys.executable, "-m", "app.cli", *map(str, args)], cwd=ROOT), f"mvp {args[0]}",
+           deadline)
+
+
+# The CLI's own entry point called once per command, stopping at the first that fails (its exit status).
+_EACH = ("import json, sys\nfrom app.cli.main import main\nfor argv in json.loads(sys.argv[1]):\n"
+         "    rc = main(argv)\n    if rc:\n        sys.exit(rc)\n")
+
+
+def _mvp_each(commands: list[tuple]) -> None:
+    """Several `mvp` commands one after another in one child process: the demo's rollouts import torch
+    and transformers once, not once each (about 7 s of CPU a process on the 2-core machine, docs/grpo.md)."""
+    if commands:
+        argvs = json.dumps([[str(a) for a in c] for c in commands])
+        _watch(subprocess.Popen([sys.executable, "-c", _EACH, argvs], cwd=ROOT),
+               f"mvp {' / '.join(sorted({str(c[0]) for c in commands}))}")
+
+
+def _watch(proc: subprocess.Popen, label: str, deadline: float | None = None) -> None:
+    """Wait for the child `label`; SIGTERM at `deadline`; stopped too if the demo is interrupted."""
     stopped = False
     try:
         while proc.poll() is None:
@@ -48,18 +67,18 @@ def _mvp(*args, deadline: float | None = None) -> None:
                 break
             time.sleep(0.5)
     except BaseException:
-        _stop(proc)
+        _stop(proc, label)
         raise
     if proc.returncode != 0 and not stopped:
-        raise UserError(f"demo: `mvp {args[0]}` failed (exit {proc.returncode}; see above)")
+        raise UserError(f"demo: `{label}` failed (exit {proc.returncode}; see above)")
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def _stop(proc: subprocess.Popen, label: str) -> None:
     """The demo was interrupted: stop the child too, never leave it writing to the data directory
     behind our back (the trainer finishes its step and saves on SIGTERM; a second Ctrl-C kills it)."""
     if proc.poll() is not None:
         return
-    print(f"demo: stopping `mvp {proc.args[3]}` (pid {proc.pid})", file=sys.stderr, flush=True)
+    print(f"demo: stopping `{label}` (pid {proc.pid})", file=sys.stderr, flush=True)
     try:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=180)
@@ -153,17 +172,17 @@ def run_done(Session, run_id: str) -> bool:
 
 
 def store_answers(Session, data: Path, url: str, minutes: float, G: int, limit: int) -> None:
-    """Stored answers of the warm start, the GRPO checkpoint and the base model on the same held-out puzzles."""
+    """Stored answers of the warm start, the GRPO checkpoint and the base model on the same held-out puzzles,
+    and of the warm start on its own shape: one process for all of them, after training."""
     have = {r: run_done(Session, r) for r in (SFT_RUN, GRPO_RUN, BASE_RUN, OWN_SHAPE_RUN)}
     if all(have.values()):
         return
-    if not have[OWN_SHAPE_RUN]:
-        _mvp("rollout", "--model", WARM_START, "--puzzles", own_shape_puzzles(data, url), "--data", data, "--db", url,
-             "-G", G, "--limit", limit, "--name", OWN_SHAPE_RUN, "--threads", "1", "--max-new-tokens", 64)
+    own_shape = None if have[OWN_SHAPE_RUN] else own_shape_puzzles(data, url)   # synthesised first, as ever
     trained, base, heldout = prepare(data, url, minutes)
     # stored last = newest = what the Rollouts page opens on (db/rollout_views.sources): the GRPO model,
     # beside the warm start it began from ("Compare with": rollout_views.start_source)
-    for name, model in ((BASE_RUN, base), (SFT_RUN, WARM_START), (GRPO_RUN, trained)):
-        if not have[name]:
-            _mvp("rollout", "--model", model, "--puzzles", heldout, "--data", data, "--db", url, "-G", G,
-                 "--limit", limit, "--name", name, "--threads", "1", "--max-new-tokens", 64)
+    todo = [(OWN_SHAPE_RUN, WARM_START, own_shape)] + [(name, model, heldout) for name, model in
+                                                      ((BASE_RUN, base), (SFT_RUN, WARM_START), (GRPO_RUN, trained))]
+    _mvp_each([("rollout", "--model", model, "--puzzles", puzzles, "--data", data, "--db", url, "-G", G,
+                "--limit", limit, "--name", name, "--threads", "1", "--max-new-tokens", 64)
+               for name, model, puzzles in todo if not have[name]])
