@@ -59,8 +59,7 @@ def time_answers(data: Path, repeats: int) -> None:
                                                                 checkpoint)]
 
     def commands(tag: str) -> list[tuple]:
-        return [("rollout", "--model", m, "--puzzles", puzzles, "--data", data, "--db", url, "-G", 4, "--limit", 12,
-                 "--name", f"bench-{tag}-{i}", "--threads", "1", "--max-new-tokens", 64)
+        return [d.rollout_command(m, puzzles, data, url, f"bench-{tag}-{i}", 4, 12)
                 for i, (m, puzzles) in enumerate(todo)]
     ways = {"a process each": lambda tag: [d._mvp(*c) for c in commands(tag)],
             "one process": lambda tag: d._mvp_each(commands(tag))}

@@ -183,6 +183,11 @@ def store_answers(Session, data: Path, url: str, minutes: float, G: int, limit: 
     # beside the warm start it began from ("Compare with": rollout_views.start_source)
     todo = [(OWN_SHAPE_RUN, WARM_START, own_shape)] + [(name, model, heldout) for name, model in
                                                       ((BASE_RUN, base), (SFT_RUN, WARM_START), (GRPO_RUN, trained))]
-    _mvp_each([("rollout", "--model", model, "--puzzles", puzzles, "--data", data, "--db", url, "-G", G,
-                "--limit", limit, "--name", name, "--threads", "1", "--max-new-tokens", 64)
-               for name, model, puzzles in todo if not have[name]])
+    _mvp_each([rollout_command(model, puzzles, data, url, name, G, limit) for name, model, puzzles in todo
+               if not have[name]])
+
+
+def rollout_command(model, puzzles: Path, data: Path, url: str, name: str, G: int, limit: int) -> tuple:
+    """The `mvp rollout` arguments of one model's stored answers in the demo (bench/demo_time.py times these)."""
+    return ("rollout", "--model", model, "--puzzles", puzzles, "--data", data, "--db", url, "-G", G,
+            "--limit", limit, "--name", name, "--threads", "1", "--max-new-tokens", 64)
